@@ -1,0 +1,30 @@
+# The two commands of the README's quick start:  `make run`  and  `make test`.
+# Both create .venv/ (Python 3.11) with the pinned versions of constraints.txt on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+ARGS   ?=
+
+.PHONY: run test smoke report bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)                ## the whole workflow (every claim), locally on all cores
+	$(BIN)/snakemake --workflow-profile workflow/profiles/default $(ARGS)
+
+test: $(STAMP)               ## the test suite
+	$(BIN)/python -m pytest $(ARGS)
+
+smoke: $(STAMP)              ## the whole workflow at the smoke preset (minutes)
+	$(BIN)/snakemake --workflow-profile workflow/profiles/default --config preset=smoke $(ARGS)
+
+report: $(STAMP)             ## browsable HTML report of the last run
+	$(BIN)/snakemake --workflow-profile workflow/profiles/default --report report.html $(ARGS)
+
+clean:                       ## remove computed results (keeps the environment)
+	rm -rf results figures report.html .snakemake

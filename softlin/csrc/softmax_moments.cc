@@ -1,0 +1,221 @@
+// Fused softmax-attention moments, an XLA FFI custom call for the CPU (softlin.fused).
+//
+// For every task t and query q, with scores s_l = (U zq)^T z_l over the L prompt tokens and
+// softmax weights p_l = exp(s_l - max s) / sum exp(s - max s):
+//   m1[t, q, :] = sum_l p_l z_l              (the attention output, Lemma 2.1's tilted mean)
+//   m2[t, q, :] = sum_l p_l (v . z_l) z_l    (the moment the U-gradient needs)
+// Inputs: U (D, D), v (D), zT (n, D, L) tokens stored transposed, zq (n, Q, D).
+// Outputs: m1, m2 (n, Q, D).  Tasks are split over OpenMP threads with a static schedule and
+// every sum runs in a fixed order, so results are bitwise reproducible for a given build.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+// One task: two passes over its prompt.  Pass 1 computes the scores of all Q queries (kept in
+// `s`, Q x L) and their maxima; pass 2 exponentiates and accumulates the 1 + 2D moments of every
+// query while each token is in registers (W lanes at a time).  D and Q are template parameters
+// so that the accumulators live in vector registers; `generic_task` handles any other size.
+template <int D, int Q>
+static void fixed_task(const double* U, const double* v, const double* z, const double* zq,
+                       int64_t L, double* s, double* r1, double* r2) {
+  constexpr int W = 8;
+  double a[Q][D], mx[Q];
+  for (int q = 0; q < Q; ++q) {
+    for (int j = 0; j < D; ++j) {
+      double acc = 0.0;
+      for (int i = 0; i < D; ++i) acc += U[j * D + i] * zq[q * D + i];
+      a[q][j] = acc;
+    }
+  }
+  const int64_t Lw = L - L % W;
+  {
+    double m[Q][W];
+    for (int q = 0; q < Q; ++q)
+      for (int k = 0; k < W; ++k) m[q][k] = -std::numeric_limits<double>::infinity();
+    for (int64_t l0 = 0; l0 < Lw; l0 += W) {
+      for (int q = 0; q < Q; ++q) {
+#pragma omp simd
+        for (int k = 0; k < W; ++k) {
+          double acc = 0.0;
+          for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * L + l0 + k];
+          s[q * L + l0 + k] = acc;
+          m[q][k] = std::max(m[q][k], acc);
+        }
+      }
+    }
+    for (int q = 0; q < Q; ++q) {
+      double mm = m[q][0];
+      for (int k = 1; k < W; ++k) mm = std::max(mm, m[q][k]);
+      for (int64_t l = Lw; l < L; ++l) {
+        double acc = 0.0;
+        for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * L + l];
+        s[q * L + l] = acc;
+        mm = std::max(mm, acc);
+      }
+      mx[q] = mm;
+    }
+  }
+  double a0[Q][W] = {{0.0}}, a1[Q][D][W] = {{{0.0}}}, a2[Q][D][W] = {{{0.0}}};
+  for (int64_t l0 = 0; l0 < Lw; l0 += W) {
+    double vz[W];
+#pragma omp simd
+    for (int k = 0; k < W; ++k) {
+      double acc = 0.0;
+      for (int j = 0; j < D; ++j) acc += v[j] * z[j * L + l0 + k];
+      vz[k] = acc;
+    }
+    for (int q = 0; q < Q; ++q) {
+      double e[W], ev[W];
+#pragma omp simd
+      for (int k = 0; k < W; ++k) {
+        e[k] = std::exp(s[q * L + l0 + k] - mx[q]);
+        ev[k] = e[k] * vz[k];
+        a0[q][k] += e[k];
+      }
+      for (int j = 0; j < D; ++j) {
+#pragma omp simd
+        for (int k = 0; k < W; ++k) {
+          a1[q][j][k] += e[k] * z[j * L + l0 + k];
+          a2[q][j][k] += ev[k] * z[j * L + l0 + k];
+        }
+      }
+    }
+  }
+  for (int q = 0; q < Q; ++q) {
+    double s0 = 0.0, m1[D] = {0.0}, m2[D] = {0.0};
+    for (int k = 0; k < W; ++k) {
+      s0 += a0[q][k];
+      for (int j = 0; j < D; ++j) {
+        m1[j] += a1[q][j][k];
+        m2[j] += a2[q][j][k];
+      }
+    }
+    for (int64_t l = Lw; l < L; ++l) {  // tail
+      double vz = 0.0;
+      for (int j = 0; j < D; ++j) vz += v[j] * z[j * L + l];
+      const double e = std::exp(s[q * L + l] - mx[q]);
+      s0 += e;
+      for (int j = 0; j < D; ++j) {
+        m1[j] += e * z[j * L + l];
+        m2[j] += e * vz * z[j * L + l];
+      }
+    }
+    const double inv = 1.0 / s0;
+    for (int j = 0; j < D; ++j) {
+      r1[q * D + j] = m1[j] * inv;
+      r2[q * D + j] = m2[j] * inv;
+    }
+  }
+}
+
+static void generic_task(const double* U, const double* v, const double* z, const double* zq,
+                         int64_t D, int64_t Q, int64_t L, double* s, double* r1, double* r2) {
+  std::vector<double> a(D), m1(D), m2(D);
+  for (int64_t q = 0; q < Q; ++q) {
+    for (int64_t j = 0; j < D; ++j) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < D; ++i) acc += U[j * D + i] * zq[q * D + i];
+      a[j] = acc;
+    }
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t l = 0; l < L; ++l) {
+      double acc = 0.0;
+      for (int64_t j = 0; j < D; ++j) acc += a[j] * z[j * L + l];
+      s[l] = acc;
+      mx = std::max(mx, acc);
+    }
+    double s0 = 0.0;
+    std::fill(m1.begin(), m1.end(), 0.0);
+    std::fill(m2.begin(), m2.end(), 0.0);
+    for (int64_t l = 0; l < L; ++l) {
+      double vz = 0.0;
+      for (int64_t j = 0; j < D; ++j) vz += v[j] * z[j * L + l];
+      const double e = std::exp(s[l] - mx);
+      s0 += e;
+      for (int64_t j = 0; j < D; ++j) {
+        m1[j] += e * z[j * L + l];
+        m2[j] += e * vz * z[j * L + l];
+      }
+    }
+    for (int64_t j = 0; j < D; ++j) {
+      r1[q * D + j] = m1[j] / s0;
+      r2[q * D + j] = m2[j] / s0;
+    }
+  }
+}
+
+using TaskFn = void (*)(const double*, const double*, const double*, const double*, int64_t,
+                        double*, double*, double*);
+
+template <int D>
+static TaskFn pick_q(int64_t Q) {
+  switch (Q) {
+    case 1: return fixed_task<D, 1>;
+    case 2: return fixed_task<D, 2>;
+    case 4: return fixed_task<D, 4>;
+    default: return nullptr;
+  }
+}
+
+static TaskFn pick(int64_t D, int64_t Q) {
+  switch (D) {
+    case 3: return pick_q<3>(Q);
+    case 4: return pick_q<4>(Q);
+    case 5: return pick_q<5>(Q);
+    case 6: return pick_q<6>(Q);
+    default: return nullptr;
+  }
+}
+
+static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F64> v,
+                                     ffi::Buffer<ffi::F64> zT, ffi::Buffer<ffi::F64> zq,
+                                     ffi::ResultBuffer<ffi::F64> m1,
+                                     ffi::ResultBuffer<ffi::F64> m2) {
+  const auto zdims = zT.dimensions();
+  const auto qdims = zq.dimensions();
+  if (zdims.size() != 3 || qdims.size() != 3) {
+    return ffi::Error::InvalidArgument("softmax_moments: zT and zq must be rank 3");
+  }
+  const int64_t n = zdims[0], D = zdims[1], L = zdims[2], Q = qdims[1];
+  if (qdims[0] != n || qdims[2] != D) {
+    return ffi::Error::InvalidArgument("softmax_moments: zq must be (n, Q, D)");
+  }
+  const double* Up = U.typed_data();
+  const double* vp = v.typed_data();
+  const double* zp = zT.typed_data();
+  const double* qp = zq.typed_data();
+  double* o1 = m1->typed_data();
+  double* o2 = m2->typed_data();
+  const TaskFn fn = pick(D, Q);
+
+#pragma omp parallel
+  {
+    std::vector<double> s(Q * L);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < n; ++t) {
+      const double* z = zp + t * D * L;
+      const double* x = qp + t * Q * D;
+      if (fn) {
+        fn(Up, vp, z, x, L, s.data(), o1 + t * Q * D, o2 + t * Q * D);
+      } else {
+        generic_task(Up, vp, z, x, D, Q, L, s.data(), o1 + t * Q * D, o2 + t * Q * D);
+      }
+    }
+  }
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SoftmaxMoments, SoftmaxMomentsImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>()
+                                  .Ret<ffi::Buffer<ffi::F64>>());

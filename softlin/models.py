@@ -1,0 +1,248 @@
+"""The three predictors of SPEC section 2 and their empirical risks; JAX, float64.
+
+``softmax(L)``: ``f = v^T sum_{k<=L} softmax_k(z_k^T U z_q) z_k``;
+``linear(L)``:  ``f = v^T Ghat_L U z_q``, ``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``;
+``limit``:      ``f = v^T Gamma_w U z_q`` (Lemma 2.1, the ``L -> inf`` limit of both).
+
+Array conventions: prompt tokens are stored transposed, ``zT`` (n_tasks, d+1, L), so that the
+long prompt axis is the contiguous one; queries ``zq`` (n_tasks, n_query, d+1) with last entry 0;
+targets ``yq`` (n_tasks, n_query).  The softmax risk carries a hand-derived, fused backward pass
+(three softmax-weighted token moments per query); ``softmax_risk_autodiff`` is the plain
+autodiff version kept as a test oracle.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._jax import jax, jnp
+from .fused import softmax_moments
+from .params import Params
+from .tasks import Tasks, check_sigma
+
+MODELS = ("softmax", "linear", "limit")
+
+
+class PromptData(NamedTuple):
+    """Data of the softmax model: ``zT`` (n, d+1, L), ``zq`` (n, Q, d+1), ``yq`` (n, Q)."""
+
+    zT: jax.Array
+    zq: jax.Array
+    yq: jax.Array
+
+
+class MomentData(NamedTuple):
+    """Data of the linear models: second moment ``G`` (n, d+1, d+1), ``zq`` (n, Q, d+1), ``yq`` (n, Q)."""
+
+    G: jax.Array
+    zq: jax.Array
+    yq: jax.Array
+
+
+# --------------------------------------------------------------------------- data preparation
+def gamma_w(sigma, w):
+    """``Gamma_w = [[Sigma, Sigma w], [w^T Sigma, w^T Sigma w]]``; w (..., d) -> (..., d+1, d+1)."""
+    sigma = jnp.asarray(sigma)
+    w = jnp.asarray(w)
+    sw = w @ sigma  # (..., d): (Sigma w)^T, Sigma symmetric
+    wsw = jnp.sum(sw * w, axis=-1)
+    top = jnp.concatenate([jnp.broadcast_to(sigma, sw.shape[:-1] + sigma.shape), sw[..., :, None]], -1)
+    bottom = jnp.concatenate([sw, wsw[..., None]], -1)[..., None, :]
+    return jnp.concatenate([top, bottom], axis=-2)
+
+
+def query_tokens(tasks: Tasks) -> jax.Array:
+    """Query tokens ``z_q = (x_q, 0)``; (n_tasks, n_query, d+1)."""
+    xq = jnp.asarray(tasks.xq)
+    return jnp.concatenate([xq, jnp.zeros(xq.shape[:-1] + (1,))], axis=-1)
+
+
+def _check_L(tasks: Tasks, L) -> int:
+    if L is None:
+        raise ValueError("this model needs a prompt length L")
+    if int(L) != L or not 1 <= L <= tasks.l_max:
+        raise ValueError(f"L must be an integer in [1, l_max={tasks.l_max}], got {L!r}")
+    return int(L)
+
+
+def prompt_data(tasks: Tasks, L: int) -> PromptData:
+    """The first ``L`` prompt tokens of every task, transposed, with the queries and targets."""
+    L = _check_L(tasks, L)
+    x = tasks.x[:, :L]
+    y = np.einsum("tld,td->tl", x, tasks.w)
+    zT = np.concatenate([x, y[..., None]], axis=-1).transpose(0, 2, 1)
+    return PromptData(jnp.asarray(np.ascontiguousarray(zT)), query_tokens(tasks), jnp.asarray(tasks.yq))
+
+
+def empirical_moment(tasks: Tasks, L: int) -> jax.Array:
+    """``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``; (n_tasks, d+1, d+1)."""
+    zT = prompt_data(tasks, L).zT
+    return jnp.einsum("nil,njl->nij", zT, zT) / zT.shape[-1]
+
+
+def model_data(model: str, tasks: Tasks, L=None):
+    """The arrays a model's risk needs: PromptData for softmax, MomentData for linear/limit."""
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+    if model == "softmax":
+        return prompt_data(tasks, L)
+    G = empirical_moment(tasks, L) if model == "linear" else gamma_w(tasks.sigma, tasks.w)
+    return MomentData(G, query_tokens(tasks), jnp.asarray(tasks.yq))
+
+
+def _check_params(params: Params, d: int) -> Params:
+    U, v = jnp.asarray(params.U), jnp.asarray(params.v)
+    if U.shape != (d + 1, d + 1) or v.shape != (d + 1,):
+        raise ValueError(f"params must have U ({d + 1}, {d + 1}) and v ({d + 1},), "
+                         f"got {U.shape} and {v.shape}")
+    return Params(U, v)
+
+
+# --------------------------------------------------------------------------- kernels
+def softmax_predict(params: Params, data: PromptData) -> jax.Array:
+    """``f = v^T sum_k softmax_k(z_k^T U z_q) z_k``; (n, Q)."""
+    a = data.zq @ params.U.T
+    s = jnp.einsum("nqj,njl->nql", a, data.zT)
+    p = jax.nn.softmax(s, axis=-1)
+    return jnp.einsum("nql,njl->nqj", p, data.zT) @ params.v
+
+
+def linear_predict(params: Params, data: MomentData) -> jax.Array:
+    """``f = v^T G U z_q`` for ``G = Ghat_L`` (linear) or ``Gamma_w`` (limit); (n, Q)."""
+    a = data.zq @ params.U.T
+    return jnp.einsum("j,njk,nqk->nq", params.v, data.G, a)
+
+
+def pair_sum(x):
+    """Sum over the task axis 0, adding antithetic partners ``i`` and ``n/2 + i`` first.
+
+    With tasks stacked ``[w; -w]`` the off-block gradient contributions of partners are exact
+    negatives at block-structured parameters, so this order cancels them exactly (SPEC section 3)
+    instead of leaving a rounding-level asymmetry that gradient descent can amplify.
+    """
+    n = x.shape[0]
+    if n % 2 == 0:
+        x = x[: n // 2] + x[n // 2:]
+    return jnp.sum(x, axis=0)
+
+
+def _half_mse(f, yq):
+    return 0.5 * pair_sum(jnp.sum((f - yq) ** 2, axis=1)) / f.size
+
+
+def softmax_risk_autodiff(params: Params, data: PromptData) -> jax.Array:
+    """Empirical softmax risk ``mean 1/2 (f - y_q)^2`` differentiated by plain autodiff (oracle)."""
+    return _half_mse(softmax_predict(params, data), data.yq)
+
+
+def linear_risk(params: Params, data: MomentData) -> jax.Array:
+    """Empirical risk ``mean 1/2 (v^T G U z_q - y_q)^2`` of the linear models."""
+    return _half_mse(linear_predict(params, data), data.yq)
+
+
+def _softmax_moments(params: Params, data: PromptData):
+    """Softmax-weighted token moments per query: ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]``; (n, Q, d+1)."""
+    return softmax_moments(params.U, params.v, data.zT, data.zq)
+
+
+@jax.custom_vjp
+def softmax_risk(params: Params, data: PromptData) -> jax.Array:
+    """Empirical softmax risk ``mean 1/2 (f - y_q)^2`` with the fused moment gradient."""
+    m1, _ = _softmax_moments(params, data)
+    return _half_mse(m1 @ params.v, data.yq)
+
+
+def _softmax_risk_fwd(params, data):
+    m1, m2 = _softmax_moments(params, data)
+    f = m1 @ params.v
+    r = f - data.yq
+    return 0.5 * jnp.mean(r ** 2), (r, f, m1, m2, data)
+
+
+def _softmax_risk_bwd(res, g):
+    # dL/dv = r m1;  dL/da = r (m2 - f m1);  dL/dU = dL/da z_q^T  (a = U z_q)
+    r, f, m1, m2, data = res
+    scale = g / r.size
+    gv = scale * pair_sum(jnp.einsum("nq,nqj->nj", r, m1))
+    da = r[..., None] * (m2 - f[..., None] * m1)
+    gU = scale * pair_sum(jnp.einsum("nqi,nqj->nij", da, data.zq))
+    return Params(gU, gv), jax.tree.map(jnp.zeros_like, data)
+
+
+softmax_risk.defvjp(_softmax_risk_fwd, _softmax_risk_bwd)
+
+
+def softmax_value_and_grad(params: Params, data: PromptData):
+    """(risk, gradient) of the softmax model, fused; the gradient is a Params."""
+    return jax.value_and_grad(softmax_risk)(params, data)
+
+
+def linear_value_and_grad(params: Params, data: MomentData):
+    """(risk, gradient) of the linear / limit models by autodiff (the risk is a cheap bilinear form)."""
+    return jax.value_and_grad(linear_risk)(params, data)
+
+
+VALUE_AND_GRAD = {"softmax": softmax_value_and_grad, "linear": linear_value_and_grad,
+                  "limit": linear_value_and_grad}
+_PREDICT = {"softmax": softmax_predict, "linear": linear_predict, "limit": linear_predict}
+_RISK = {"softmax": softmax_risk, "linear": linear_risk, "limit": linear_risk}
+
+
+# --------------------------------------------------------------------------- public API
+_predict_jit = jax.jit(lambda model, p, data: _PREDICT[model](p, data), static_argnums=0)
+_risk_jit = jax.jit(lambda model, p, data: _RISK[model](p, data), static_argnums=0)
+_vg_jit = jax.jit(lambda model, p, data: VALUE_AND_GRAD[model](p, data), static_argnums=0)
+
+
+def predict(model: str, params: Params, tasks: Tasks, L=None) -> jax.Array:
+    """Predictions of ``model`` in {"softmax", "linear", "limit"} at prompt length L; (n_tasks, n_query)."""
+    data = model_data(model, tasks, L)
+    return _predict_jit(model, _check_params(params, tasks.d), data)
+
+
+def risk(model: str, params: Params, tasks: Tasks, L=None) -> jax.Array:
+    """Empirical risk ``mean over tasks and queries of 1/2 (f - y_q)^2``; scalar."""
+    data = model_data(model, tasks, L)
+    return _risk_jit(model, _check_params(params, tasks.d), data)
+
+
+def risk_and_grad(model: str, params: Params, tasks: Tasks, L=None):
+    """(empirical risk, its gradient as Params)."""
+    data = model_data(model, tasks, L)
+    return _vg_jit(model, _check_params(params, tasks.d), data)
+
+
+def grad(model: str, params: Params, tasks: Tasks, L=None) -> Params:
+    """Gradient of :func:`risk` with respect to ``(U, v)``."""
+    return risk_and_grad(model, params, tasks, L)[1]
+
+
+# --------------------------------------------------------------------------- population risk
+def _population_risk_expr():
+    from symbolic.export import population_risk_fn
+
+    return population_risk_fn(backend="jax")
+
+
+_POP = {}
+
+
+def population_risk_kernel(params: Params, sigma) -> jax.Array:
+    """Closed-form ``E_{w, x_q} 1/2 (v^T Gamma_w U z_q - w^T x_q)^2`` (symbolic S2); jax-traceable."""
+    if "f" not in _POP:
+        _POP["f"] = _population_risk_expr()
+    return _POP["f"](params.U, params.v, sigma)
+
+
+def population_value_and_grad(params: Params, sigma):
+    """(population risk, gradient) of the limit model, from the S2 closed form."""
+    return jax.value_and_grad(population_risk_kernel)(params, sigma)
+
+
+def population_risk(params: Params, sigma) -> jax.Array:
+    """Population risk of ``linear(inf)`` for any ``(U, v)``, from the symbolic closed form (S2)."""
+    s = check_sigma(sigma)
+    p = _check_params(params, s.shape[0])
+    return jax.jit(population_risk_kernel)(p, jnp.asarray(s))

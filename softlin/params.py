@@ -1,0 +1,59 @@
+"""Parameters ``theta = (U, v)`` (SPEC section 2-3): Eq. (9) initialisation and Remark 5.2 optimum."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .tasks import check_sigma
+
+
+class Params(NamedTuple):
+    """Attention parameters: ``U`` (..., d+1, d+1), ``v`` (..., d+1); a pytree."""
+
+    U: np.ndarray
+    v: np.ndarray
+
+
+def alpha_max(sigma) -> float:
+    """Upper end of the admissible Eq. (9) scale: ``sqrt(2) / (d^{1/4} ||Sigma||_op)``."""
+    s = check_sigma(sigma)
+    return float(np.sqrt(2.0) / (s.shape[0] ** 0.25 * np.linalg.norm(s, 2)))
+
+
+def init_eq9(sigma, alpha: float | None = None) -> Params:
+    """Eq. (9): ``U0 = alpha blockdiag(I_d / sqrt(d), 0)``, ``v0 = alpha e_{d+1}``; alpha defaults to alpha_max/2."""
+    s = check_sigma(sigma)
+    d = s.shape[0]
+    if alpha is None:
+        alpha = 0.5 * alpha_max(s)
+    U = np.zeros((d + 1, d + 1))
+    U[:d, :d] = alpha * np.eye(d) / np.sqrt(d)
+    v = np.zeros(d + 1)
+    v[d] = alpha
+    return Params(U, v)
+
+
+def bayes_optimum(sigma) -> Params:
+    """Remark 5.2: ``U* = blockdiag(Sigma^{-1} / c, 0)``, ``v* = c e_{d+1}``, ``c = tr(Sigma^{-2})^{1/4}``."""
+    s = check_sigma(sigma)
+    d = s.shape[0]
+    inv = np.linalg.inv(s)
+    c = np.trace(inv @ inv) ** 0.25
+    U = np.zeros((d + 1, d + 1))
+    U[:d, :d] = inv / c
+    v = np.zeros(d + 1)
+    v[d] = c
+    return Params(U, v)
+
+
+def block_params(A, b: float) -> Params:
+    """Block-structured parameters ``U = blockdiag(A, 0)``, ``v = b e_{d+1}``."""
+    A = np.asarray(A, dtype=np.float64)
+    d = A.shape[0]
+    U = np.zeros((d + 1, d + 1))
+    U[:d, :d] = A
+    v = np.zeros(d + 1)
+    v[d] = b
+    return Params(U, v)
