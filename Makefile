@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m softlin.fused
 	touch $(STAMP)
 
 run: $(STAMP)                ## the whole workflow (every claim), locally on all cores

@@ -1,7 +1,8 @@
 """The fused softmax-moment kernel: a small C++ XLA FFI custom call, built on first use.
 
-``softmax_moments(U, v, zT, zq) -> (m1, m2)`` with ``m1 = E_p[z]`` and ``m2 = E_p[(v.z) z]``
-under the softmax weights ``p_l ∝ exp((U z_q)^T z_l)``; shapes (n, Q, d+1).  On the CPU this is
+``softmax_moments(U, v, zT, zq, L) -> (m1, m2)`` with ``m1 = E_p[z]`` and ``m2 = E_p[(v.z) z]``
+under the softmax weights ``p_l ∝ exp((U z_q)^T z_l)`` over the first ``L`` tokens; shapes
+(n, Q, d+1).  ``L`` is a runtime value, so one compiled program serves every prompt length.  On the CPU this is
 one pass over each task's prompt (the XLA fusion of the same formula re-reads the prompt several
 times and is memory bound); elsewhere, or when no C++ compiler is available, or with
 ``SOFTLIN_FUSED=0``, the pure-XLA formula :func:`softmax_moments_xla` is used.  Both are checked
@@ -81,13 +82,14 @@ def available() -> bool:
     return _STATE["ok"]
 
 
-def softmax_moments_xla(U, v, zT, zq):
-    """Pure-XLA ``(E_p[z], E_p[(v.z) z])``; zT (n, D, L), zq (n, Q, D) -> two (n, Q, D)."""
+def softmax_moments_xla(U, v, zT, zq, L):
+    """Pure-XLA ``(E_p[z], E_p[(v.z) z])`` over the first L tokens; zT (n, D, l_max), zq (n, Q, D)."""
     a = zq @ U.T
     vz = jnp.sum(v[:, None] * zT, axis=1)
+    keep = jnp.arange(zT.shape[-1]) < L
     m1, m2 = [], []
-    for q in range(zq.shape[1]):  # one query at a time keeps XLA's fusions on (n, L) arrays
-        s = jnp.sum(a[:, q, :, None] * zT, axis=1)
+    for q in range(zq.shape[1]):  # one query at a time keeps XLA's fusions on (n, l_max) arrays
+        s = jnp.where(keep, jnp.sum(a[:, q, :, None] * zT, axis=1), -jnp.inf)
         e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
         s0 = jnp.sum(e, axis=-1)[:, None]
         m1.append(jnp.sum(e[:, None, :] * zT, axis=-1) / s0)
@@ -95,11 +97,16 @@ def softmax_moments_xla(U, v, zT, zq):
     return jnp.stack(m1, axis=1), jnp.stack(m2, axis=1)
 
 
-def softmax_moments(U, v, zT, zq):
-    """``(E_p[z], E_p[(v.z) z])`` per task and query; the C++ kernel on the CPU when available."""
+def softmax_moments(U, v, zT, zq, L):
+    """``(E_p[z], E_p[(v.z) z])`` per task and query over the first ``L`` tokens (L may be traced)."""
     if jax.default_backend() == "cpu" and available():
         out = jax.ShapeDtypeStruct(zq.shape, jnp.float64)
         call = jax.ffi.ffi_call(_TARGET, (out, out), vmap_method="sequential")
         return call(jnp.asarray(U, jnp.float64), jnp.asarray(v, jnp.float64),
-                    jnp.asarray(zT, jnp.float64), jnp.asarray(zq, jnp.float64))
-    return softmax_moments_xla(U, v, zT, zq)
+                    jnp.asarray(zT, jnp.float64), jnp.asarray(zq, jnp.float64),
+                    jnp.asarray(L, jnp.int64))
+    return softmax_moments_xla(U, v, zT, zq, L)
+
+
+if __name__ == "__main__":  # `python -m softlin.fused`: build (or find) the kernel and say where
+    print(_build() if available() else "fused kernel unavailable: the XLA formula will be used")

@@ -4,8 +4,8 @@
 ``linear(L)``:  ``f = v^T Ghat_L U z_q``, ``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``;
 ``limit``:      ``f = v^T Gamma_w U z_q`` (Lemma 2.1, the ``L -> inf`` limit of both).
 
-Array conventions: prompt tokens are stored transposed, ``zT`` (n_tasks, d+1, L), so that the
-long prompt axis is the contiguous one; queries ``zq`` (n_tasks, n_query, d+1) with last entry 0;
+Array conventions: prompt tokens are stored transposed, ``zT`` (n_tasks, d+1, l_max), so that
+the long prompt axis is the contiguous one, and a prompt length ``L <= l_max`` selects a prefix; queries ``zq`` (n_tasks, n_query, d+1) with last entry 0;
 targets ``yq`` (n_tasks, n_query).  The softmax risk carries a hand-derived, fused backward pass
 (three softmax-weighted token moments per query); ``softmax_risk_autodiff`` is the plain
 autodiff version kept as a test oracle.
@@ -26,11 +26,16 @@ MODELS = ("softmax", "linear", "limit")
 
 
 class PromptData(NamedTuple):
-    """Data of the softmax model: ``zT`` (n, d+1, L), ``zq`` (n, Q, d+1), ``yq`` (n, Q)."""
+    """Data of the softmax model: ``zT`` (n, d+1, l_max), ``zq`` (n, Q, d+1), ``yq`` (n, Q), ``L`` (scalar).
+
+    Only the first ``L`` tokens are used; ``L`` is data (not a static shape), so one compiled
+    program serves every prompt length of a nested family.
+    """
 
     zT: jax.Array
     zq: jax.Array
     yq: jax.Array
+    L: jax.Array
 
 
 class MomentData(NamedTuple):
@@ -67,19 +72,31 @@ def _check_L(tasks: Tasks, L) -> int:
     return int(L)
 
 
+def all_tokens(tasks: Tasks) -> np.ndarray:
+    """Every prompt token ``z_l = (x_l, y_l)``, transposed; (n_tasks, d+1, l_max) numpy."""
+    zT = np.concatenate([tasks.x, tasks.y[..., None]], axis=-1).transpose(0, 2, 1)
+    return np.ascontiguousarray(zT)
+
+
 def prompt_data(tasks: Tasks, L: int) -> PromptData:
-    """The first ``L`` prompt tokens of every task, transposed, with the queries and targets."""
+    """The prompts (all ``l_max`` tokens, of which the first ``L`` are used), queries and targets."""
     L = _check_L(tasks, L)
-    x = tasks.x[:, :L]
-    y = np.einsum("tld,td->tl", x, tasks.w)
-    zT = np.concatenate([x, y[..., None]], axis=-1).transpose(0, 2, 1)
-    return PromptData(jnp.asarray(np.ascontiguousarray(zT)), query_tokens(tasks), jnp.asarray(tasks.yq))
+    return PromptData(jnp.asarray(all_tokens(tasks)), query_tokens(tasks), jnp.asarray(tasks.yq),
+                      jnp.asarray(L, dtype=jnp.int64))
+
+
+def with_length(data: PromptData, L: int) -> PromptData:
+    """The same prompts at another length ``L <= l_max`` (no copy of the tokens)."""
+    if int(L) != L or not 1 <= L <= data.zT.shape[-1]:
+        raise ValueError(f"L must be an integer in [1, l_max={data.zT.shape[-1]}], got {L!r}")
+    return data._replace(L=jnp.asarray(int(L), dtype=jnp.int64))
 
 
 def empirical_moment(tasks: Tasks, L: int) -> jax.Array:
     """``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``; (n_tasks, d+1, d+1)."""
-    zT = prompt_data(tasks, L).zT
-    return jnp.einsum("nil,njl->nij", zT, zT) / zT.shape[-1]
+    L = _check_L(tasks, L)
+    zT = jnp.asarray(all_tokens(tasks)[:, :, :L])
+    return jnp.einsum("nil,njl->nij", zT, zT) / L
 
 
 def model_data(model: str, tasks: Tasks, L=None):
@@ -102,9 +119,10 @@ def _check_params(params: Params, d: int) -> Params:
 
 # --------------------------------------------------------------------------- kernels
 def softmax_predict(params: Params, data: PromptData) -> jax.Array:
-    """``f = v^T sum_k softmax_k(z_k^T U z_q) z_k``; (n, Q)."""
+    """``f = v^T sum_{k<=L} softmax_k(z_k^T U z_q) z_k``; (n, Q)."""
     a = data.zq @ params.U.T
     s = jnp.einsum("nqj,njl->nql", a, data.zT)
+    s = jnp.where(jnp.arange(data.zT.shape[-1]) < data.L, s, -jnp.inf)
     p = jax.nn.softmax(s, axis=-1)
     return jnp.einsum("nql,njl->nqj", p, data.zT) @ params.v
 
@@ -144,7 +162,7 @@ def linear_risk(params: Params, data: MomentData) -> jax.Array:
 
 def _softmax_moments(params: Params, data: PromptData):
     """Softmax-weighted token moments per query: ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]``; (n, Q, d+1)."""
-    return softmax_moments(params.U, params.v, data.zT, data.zq)
+    return softmax_moments(params.U, params.v, data.zT, data.zq, data.L)
 
 
 @jax.custom_vjp
@@ -206,6 +224,13 @@ def risk(model: str, params: Params, tasks: Tasks, L=None) -> jax.Array:
     """Empirical risk ``mean over tasks and queries of 1/2 (f - y_q)^2``; scalar."""
     data = model_data(model, tasks, L)
     return _risk_jit(model, _check_params(params, tasks.d), data)
+
+
+def risk_of(model: str, params: Params, data) -> jax.Array:
+    """Empirical risk on prebuilt data (``model_data`` / ``with_length``): reuse one data set for many L."""
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; expected one of {MODELS}")
+    return _risk_jit(model, Params(jnp.asarray(params.U), jnp.asarray(params.v)), data)
 
 
 def risk_and_grad(model: str, params: Params, tasks: Tasks, L=None):

@@ -4,7 +4,9 @@
 // softmax weights p_l = exp(s_l - max s) / sum exp(s - max s):
 //   m1[t, q, :] = sum_l p_l z_l              (the attention output, Lemma 2.1's tilted mean)
 //   m2[t, q, :] = sum_l p_l (v . z_l) z_l    (the moment the U-gradient needs)
-// Inputs: U (D, D), v (D), zT (n, D, L) tokens stored transposed, zq (n, Q, D).
+// Inputs: U (D, D), v (D), zT (n, D, l_max) tokens stored transposed, zq (n, Q, D), and the
+// prompt length L (a rank-0 int64 buffer, so one compiled program serves every L): only the
+// first L tokens of each prompt are read.
 // Outputs: m1, m2 (n, Q, D).  Tasks are split over OpenMP threads with a static schedule and
 // every sum runs in a fixed order, so results are bitwise reproducible for a given build.
 #include <algorithm>
@@ -23,7 +25,7 @@ namespace ffi = xla::ffi;
 // so that the accumulators live in vector registers; `generic_task` handles any other size.
 template <int D, int Q>
 static void fixed_task(const double* U, const double* v, const double* z, const double* zq,
-                       int64_t L, double* s, double* r1, double* r2) {
+                       int64_t L, int64_t S, double* s, double* r1, double* r2) {
   constexpr int W = 8;
   double a[Q][D], mx[Q];
   for (int q = 0; q < Q; ++q) {
@@ -43,7 +45,7 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
 #pragma omp simd
         for (int k = 0; k < W; ++k) {
           double acc = 0.0;
-          for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * L + l0 + k];
+          for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * S + l0 + k];
           s[q * L + l0 + k] = acc;
           m[q][k] = std::max(m[q][k], acc);
         }
@@ -54,7 +56,7 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
       for (int k = 1; k < W; ++k) mm = std::max(mm, m[q][k]);
       for (int64_t l = Lw; l < L; ++l) {
         double acc = 0.0;
-        for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * L + l];
+        for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * S + l];
         s[q * L + l] = acc;
         mm = std::max(mm, acc);
       }
@@ -67,7 +69,7 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
 #pragma omp simd
     for (int k = 0; k < W; ++k) {
       double acc = 0.0;
-      for (int j = 0; j < D; ++j) acc += v[j] * z[j * L + l0 + k];
+      for (int j = 0; j < D; ++j) acc += v[j] * z[j * S + l0 + k];
       vz[k] = acc;
     }
     for (int q = 0; q < Q; ++q) {
@@ -81,8 +83,8 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
       for (int j = 0; j < D; ++j) {
 #pragma omp simd
         for (int k = 0; k < W; ++k) {
-          a1[q][j][k] += e[k] * z[j * L + l0 + k];
-          a2[q][j][k] += ev[k] * z[j * L + l0 + k];
+          a1[q][j][k] += e[k] * z[j * S + l0 + k];
+          a2[q][j][k] += ev[k] * z[j * S + l0 + k];
         }
       }
     }
@@ -98,12 +100,12 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
     }
     for (int64_t l = Lw; l < L; ++l) {  // tail
       double vz = 0.0;
-      for (int j = 0; j < D; ++j) vz += v[j] * z[j * L + l];
+      for (int j = 0; j < D; ++j) vz += v[j] * z[j * S + l];
       const double e = std::exp(s[q * L + l] - mx[q]);
       s0 += e;
       for (int j = 0; j < D; ++j) {
-        m1[j] += e * z[j * L + l];
-        m2[j] += e * vz * z[j * L + l];
+        m1[j] += e * z[j * S + l];
+        m2[j] += e * vz * z[j * S + l];
       }
     }
     const double inv = 1.0 / s0;
@@ -115,7 +117,8 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
 }
 
 static void generic_task(const double* U, const double* v, const double* z, const double* zq,
-                         int64_t D, int64_t Q, int64_t L, double* s, double* r1, double* r2) {
+                         int64_t D, int64_t Q, int64_t L, int64_t S, double* s, double* r1,
+                         double* r2) {
   std::vector<double> a(D), m1(D), m2(D);
   for (int64_t q = 0; q < Q; ++q) {
     for (int64_t j = 0; j < D; ++j) {
@@ -126,7 +129,7 @@ static void generic_task(const double* U, const double* v, const double* z, cons
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t l = 0; l < L; ++l) {
       double acc = 0.0;
-      for (int64_t j = 0; j < D; ++j) acc += a[j] * z[j * L + l];
+      for (int64_t j = 0; j < D; ++j) acc += a[j] * z[j * S + l];
       s[l] = acc;
       mx = std::max(mx, acc);
     }
@@ -135,12 +138,12 @@ static void generic_task(const double* U, const double* v, const double* z, cons
     std::fill(m2.begin(), m2.end(), 0.0);
     for (int64_t l = 0; l < L; ++l) {
       double vz = 0.0;
-      for (int64_t j = 0; j < D; ++j) vz += v[j] * z[j * L + l];
+      for (int64_t j = 0; j < D; ++j) vz += v[j] * z[j * S + l];
       const double e = std::exp(s[l] - mx);
       s0 += e;
       for (int64_t j = 0; j < D; ++j) {
-        m1[j] += e * z[j * L + l];
-        m2[j] += e * vz * z[j * L + l];
+        m1[j] += e * z[j * S + l];
+        m2[j] += e * vz * z[j * S + l];
       }
     }
     for (int64_t j = 0; j < D; ++j) {
@@ -151,7 +154,7 @@ static void generic_task(const double* U, const double* v, const double* z, cons
 }
 
 using TaskFn = void (*)(const double*, const double*, const double*, const double*, int64_t,
-                        double*, double*, double*);
+                        int64_t, double*, double*, double*);
 
 template <int D>
 static TaskFn pick_q(int64_t Q) {
@@ -175,6 +178,7 @@ static TaskFn pick(int64_t D, int64_t Q) {
 
 static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F64> v,
                                      ffi::Buffer<ffi::F64> zT, ffi::Buffer<ffi::F64> zq,
+                                     ffi::Buffer<ffi::S64> prompt_len,
                                      ffi::ResultBuffer<ffi::F64> m1,
                                      ffi::ResultBuffer<ffi::F64> m2) {
   const auto zdims = zT.dimensions();
@@ -182,9 +186,13 @@ static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F
   if (zdims.size() != 3 || qdims.size() != 3) {
     return ffi::Error::InvalidArgument("softmax_moments: zT and zq must be rank 3");
   }
-  const int64_t n = zdims[0], D = zdims[1], L = zdims[2], Q = qdims[1];
+  const int64_t n = zdims[0], D = zdims[1], S = zdims[2], Q = qdims[1];
+  const int64_t L = prompt_len.typed_data()[0];
   if (qdims[0] != n || qdims[2] != D) {
     return ffi::Error::InvalidArgument("softmax_moments: zq must be (n, Q, D)");
+  }
+  if (L < 1 || L > S) {
+    return ffi::Error::InvalidArgument("softmax_moments: prompt length outside [1, l_max]");
   }
   const double* Up = U.typed_data();
   const double* vp = v.typed_data();
@@ -199,12 +207,12 @@ static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F
     std::vector<double> s(Q * L);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < n; ++t) {
-      const double* z = zp + t * D * L;
+      const double* z = zp + t * D * S;
       const double* x = qp + t * Q * D;
       if (fn) {
-        fn(Up, vp, z, x, L, s.data(), o1 + t * Q * D, o2 + t * Q * D);
+        fn(Up, vp, z, x, L, S, s.data(), o1 + t * Q * D, o2 + t * Q * D);
       } else {
-        generic_task(Up, vp, z, x, D, Q, L, s.data(), o1 + t * Q * D, o2 + t * Q * D);
+        generic_task(Up, vp, z, x, D, Q, L, S, s.data(), o1 + t * Q * D, o2 + t * Q * D);
       }
     }
   }
@@ -217,5 +225,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SoftmaxMoments, SoftmaxMomentsImpl,
                                   .Arg<ffi::Buffer<ffi::F64>>()
                                   .Arg<ffi::Buffer<ffi::F64>>()
                                   .Arg<ffi::Buffer<ffi::F64>>()
+                                  .Arg<ffi::Buffer<ffi::S64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>()
                                   .Ret<ffi::Buffer<ffi::F64>>());

@@ -1,0 +1,102 @@
+"""C3 — transfer of the optimisation analysis (Thm. 4.3 / 5.1): the seed log's protocol.
+
+Three models from the same Eq. (9) initialisation on the same tasks: ``softmax(L)``,
+``linear(L)`` and ``linear(inf)``.  Metrics per (setting, seed, L): the trajectory gaps
+``D_inf = max_t ||theta_L^softmax(t) - theta_inf(t)||_F`` and ``D_linL`` (against ``linear(L)``),
+held-out risks, distance to ``theta*``, off-block mass; seed averages and OLS slopes in log10-log10.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import metrics, models, params, train
+from ..io import trajectory_arrays, trajectory_from
+
+AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_bayes",
+            "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
+FITTED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
+
+
+def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print) -> dict:
+    """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L."""
+    p0 = params.init_eq9(tasks.sigma)
+    out = trajectory_arrays("limit", train.gradient_descent(
+        "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention))
+    progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
+    for i, L in enumerate(Ls):
+        for model in ("softmax", "linear"):
+            traj = train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
+                                          record_every=record_every, convention=convention)
+            out.update(trajectory_arrays(f"{model}_L{L}", traj))
+        progress(f"L={L} done ({i + 1}/{len(Ls)})")
+    out["Ls"] = np.asarray(Ls)
+    return out
+
+
+def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
+    """Per-L metric rows of one seed (the seed log's per-L lines) and the ``theta_inf`` summary."""
+    inf_rec, inf_loss, _, inf_final = trajectory_from(traj, "limit")
+    star = params.bayes_optimum(sigma)
+    ob_inf = metrics.offblock_mass(inf_final)
+    theta_inf_norm = float(np.sqrt(np.sum(inf_final.U ** 2) + np.sum(inf_final.v ** 2)))
+    info = dict(setting=setting, token_kind=token_kind, seed=seed, R_init=float(inf_loss[0]),
+                R_final=float(inf_loss[-1]), theta_inf_norm=theta_inf_norm,
+                offblock_inf_U=float(ob_inf[0]), offblock_inf_v=float(ob_inf[1]),
+                dist_bayes_inf=float(metrics.theta_dist(inf_final, star)))
+    eval_data = models.prompt_data(eval_tasks, int(eval_L))
+    rows = []
+    for L in Ls:
+        s_rec, s_loss, _, s_final = trajectory_from(traj, f"softmax_L{L}")
+        l_rec, _, _, _ = trajectory_from(traj, f"linear_L{L}")
+        d_inf = metrics.theta_dist(s_rec, inf_rec)
+        d_lin = metrics.theta_dist(s_rec, l_rec)
+        ob = metrics.offblock_mass(s_final)
+        rows.append(dict(
+            setting=setting, token_kind=token_kind, seed=seed, L=int(L),
+            D_inf_max=float(d_inf.max()), D_inf_final=float(d_inf[-1]),
+            D_linL_max=float(d_lin.max()), D_linL_final=float(d_lin[-1]),
+            R_train_final=float(s_loss[-1]),
+            R_pop_at_L=float(models.risk_of("softmax", s_final, models.with_length(eval_data, L))),
+            R_pop_at_eval=float(models.risk_of("softmax", s_final, eval_data)),
+            R_init=info["R_init"], dist_bayes=float(metrics.theta_dist(s_final, star)),
+            offblock_U=float(ob[0]), offblock_v=float(ob[1]), theta_inf_norm=theta_inf_norm))
+    return rows, info
+
+
+def average_seeds(rows_by_seed: list[list[dict]]) -> list[dict]:
+    """Seed means and standard errors (``std(ddof=1) / sqrt(n)``; 0 for a single seed) per L."""
+    n = len(rows_by_seed)
+    out = []
+    for i, first in enumerate(rows_by_seed[0]):
+        row = dict(setting=first["setting"], token_kind=first["token_kind"], L=first["L"], n_seed=n)
+        for k in AVERAGED:
+            vals = np.array([rows[i][k] for rows in rows_by_seed])
+            row[k] = float(vals.mean())
+            row[k + "_sem"] = float(vals.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+        out.append(row)
+    return out
+
+
+def fit_block(rows: list[dict], label: str) -> dict:
+    """Slopes (log10 value vs log10 L), increases, ratios: the seed's ``fit_block`` plus the controls' metrics."""
+    logL = np.log10([r["L"] for r in rows])
+    out = dict(config=label)
+    for k in FITTED:
+        vals = np.array([r[k] for r in rows])
+        s, se, _ = metrics.ols_slope(logL, np.log10(np.maximum(vals, 1e-300)))
+        out[f"slope_{k}"] = s
+        out[f"slope_{k}_se"] = se
+        out[f"monotone_{k}"] = bool(np.all(np.diff(vals) < 0))
+        out[f"n_increases_{k}"] = metrics.n_increases(vals)
+        out[f"{k}_first"] = float(vals[0])
+        out[f"{k}_last"] = float(vals[-1])
+        out[f"{k}_ratio"] = float(vals[-1] / vals[0])
+    d_inf = np.array([r["D_inf_max"] for r in rows])
+    if len(rows) >= 4:
+        out["slope_last4_D_inf_max"] = metrics.ols_slope(logL[-4:], np.log10(d_inf[-4:]))[0]
+    out["D_inf_max_small_over_large"] = float(d_inf[0] / d_inf[-1])
+    out["D_inf_max_rel_to_theta"] = out["D_inf_max_last"] / rows[0]["theta_inf_norm"]
+    out["R_pop_rel_to_init"] = out["R_pop_at_L_last"] / rows[0]["R_init"]
+    out["offblock_softmax_max"] = float(max(max(r["offblock_U"], r["offblock_v"]) for r in rows))
+    return out

@@ -1,0 +1,58 @@
+"""Atomic file output (a temporary file, then a rename): an interrupted job leaves no partial file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .params import Params
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+
+
+def save_npz(path, **arrays) -> None:
+    """``numpy.savez`` written atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp(path)
+    np.savez(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
+    tmp.replace(path)
+
+
+def save_json(path, obj) -> None:
+    """JSON (indented, floats as Python floats) written atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp(path)
+    tmp.write_text(json.dumps(obj, indent=2, default=_default) + "\n")
+    tmp.replace(path)
+
+
+def _default(x):
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serialisable: {type(x)}")
+
+
+def load_json(path):
+    return json.loads(Path(path).read_text())
+
+
+def trajectory_arrays(prefix: str, traj) -> dict:
+    """Flatten a Trajectory into npz entries ``{prefix}_U``, ``_v``, ``_loss``, ``_step``, ``_final_U``, ``_final_v``."""
+    return {f"{prefix}_U": traj.params.U, f"{prefix}_v": traj.params.v, f"{prefix}_loss": traj.loss,
+            f"{prefix}_step": traj.step, f"{prefix}_final_U": traj.final.U,
+            f"{prefix}_final_v": traj.final.v}
+
+
+def trajectory_from(npz, prefix: str):
+    """Inverse of :func:`trajectory_arrays`: (recorded Params, loss, step, final Params), numpy."""
+    return (Params(npz[f"{prefix}_U"], npz[f"{prefix}_v"]), npz[f"{prefix}_loss"],
+            npz[f"{prefix}_step"], Params(npz[f"{prefix}_final_U"], npz[f"{prefix}_final_v"]))

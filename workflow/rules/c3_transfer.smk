@@ -1,0 +1,136 @@
+# C3 - transfer of the optimisation analysis (Thm 4.3 / 5.1), the seed log's protocol:
+# sample -> train (one job per setting x seed, every L in it) -> metrics -> figure -> verdict.
+C3 = config["c3"]
+C3_RUNS = c3_runs()
+
+
+rule c3_sample:
+    """Training and held-out tasks of one (setting, seed), SPEC section 1."""
+    input:
+        pkg("tasks.py"),
+    output:
+        train="results/c3/tasks/{setting}_s{seed}.npz",
+        eval="results/c3/tasks/{setting}_s{seed}_eval.npz",
+    params:
+        setting=lambda w: c3_setting(w.setting),
+        d=C3["d"],
+        n_pairs=C3["n_pairs"],
+        n_query=C3["n_query"],
+        l_max=max(C3["L"]),
+        eval=C3["eval"],
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "sample_{setting}_s{seed}"),
+    message:
+        "C3: sampling tasks for {wildcards.setting}, seed {wildcards.seed}"
+    script:
+        "../scripts/c3_sample.py"
+
+
+rule c3_train:
+    """linear(inf) once, softmax(L) and linear(L) for every L, from Eq. (9)."""
+    input:
+        tasks="results/c3/tasks/{setting}_s{seed}.npz",
+        code=KERNEL_SOURCES + pkg("io.py", "progress.py", "claims/c3.py"),
+    output:
+        "results/c3/trajectories/{setting}_s{seed}.npz",
+    params:
+        L=C3["L"],
+        lr=C3["lr"],
+        steps=C3["steps"],
+        record_every=C3["record_every"],
+        convention=C3["loop_convention"],
+    threads: C3["threads"]
+    resources:
+        # measured: about 2 ms per softmax step at L = 4096 (96 tasks x 2 queries) on one core
+        runtime=lambda w: 5 + int(C3["steps"] * sum(C3["L"]) * C3["n_pairs"] * 1e-9),
+        mem_mb=lambda w: 1000 + int(C3["n_pairs"] * max(C3["L"]) * C3["d"] * 8 * 12 / 1e6),
+    group:
+        "c3_train"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "train_{setting}_s{seed}"),
+    benchmark:
+        benchfile("c3", "train_{setting}_s{seed}")
+    message:
+        "C3: training {wildcards.setting}, seed {wildcards.seed}: linear(inf), then softmax(L) and linear(L) for L = {params.L}"
+    script:
+        "../scripts/c3_train.py"
+
+
+rule c3_metrics:
+    """Per-seed rows, seed averages, OLS fits: the seed log's numbers."""
+    input:
+        traj=[f"results/c3/trajectories/{s}_s{seed}.npz" for s, seed in C3_RUNS],
+        eval=[f"results/c3/tasks/{s}_s{seed}_eval.npz" for s, seed in C3_RUNS],
+        code=KERNEL_SOURCES + pkg("io.py", "metrics.py", "claims/c3.py"),
+    output:
+        table="results/c3/c3_transfer.csv",
+        per_seed="results/c3/c3_per_seed.csv",
+        metrics="results/c3/c3_transfer.json",
+    params:
+        runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_RUNS],
+        L=C3["L"],
+        eval_L=C3["eval"]["L"],
+        protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "metrics"),
+    message:
+        "C3: metrics over {params.L} for {params.runs}"
+    script:
+        "../scripts/c3_metrics.py"
+
+
+rule c3_figure:
+    """The seed's three panels: trajectory gap vs L, softmax vs linear(L) against vs limit, risk vs L."""
+    input:
+        table="results/c3/c3_transfer.csv",
+        metrics="results/c3/c3_transfer.json",
+        code=pkg("plots.py"),
+    output:
+        png=report("figures/c3_transfer.png", category="C3 transfer", caption="../report/c3_transfer.rst"),
+        pdf="figures/c3_transfer.pdf",
+    params:
+        preset=PRESET,
+        protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "figure"),
+    script:
+        "../scripts/c3_figure.py"
+
+
+rule c3_verdict:
+    """Predeclared criteria C3a-C3e; the seed log's digits beside ours."""
+    input:
+        metrics="results/c3/c3_transfer.json",
+        per_seed="results/c3/c3_per_seed.csv",
+        seed_log="workflow/resources/seed_log_c3.json",
+        code=pkg("verdict.py", "claims/seedlog.py"),
+    output:
+        json="results/c3/verdict.json",
+        md="results/c3/verdict.md",
+        html=report("results/c3/verdict.html", category="C3 transfer", caption="../report/verdict.rst"),
+    params:
+        criteria=C3["criteria"],
+        compare_seed_log=C3["compare_seed_log"],
+        preset=PRESET,
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "verdict"),
+    script:
+        "../scripts/c3_verdict.py"
+
+
+rule c3:
+    """Target: every C3 output (SPEC section 7)."""
+    input:
+        rules.c3_metrics.output,
+        rules.c3_figure.output,
+        rules.c3_verdict.output,

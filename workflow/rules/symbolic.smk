@@ -1,0 +1,24 @@
+# The sympy derivations S1-S5 (SPEC section 6), written for a reader and for the report.
+SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5"]
+
+
+rule symbolic:
+    """Every derivation as Markdown with LaTeX, JSON and an HTML page for the report."""
+    input:
+        sorted(str(p) for p in (Path(workflow.basedir) / "symbolic").glob("*.py")),
+    output:
+        md=expand("results/symbolic/{id}.md", id=SYMBOLIC_IDS),
+        json=expand("results/symbolic/{id}.json", id=SYMBOLIC_IDS),
+        html=report(
+            expand("results/symbolic/{id}.html", id=SYMBOLIC_IDS),
+            category="Symbolic derivations",
+            caption="../report/symbolic.rst",
+        ),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("symbolic", "derive"),
+    message:
+        "Symbolic: deriving S1-S5 with sympy"
+    script:
+        "../scripts/symbolic_write.py"

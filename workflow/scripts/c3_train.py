@@ -1,0 +1,17 @@
+"""C3 rule c3_train: all trajectories of one (setting, seed)."""
+import os
+
+os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
+
+from softlin.claims.c3 import train_setting
+from softlin.io import save_npz
+from softlin.progress import Progress
+from softlin.tasks import Tasks
+
+p = snakemake.params  # noqa: F821
+w = snakemake.wildcards  # noqa: F821
+log = Progress(snakemake.log[0], f"c3 train {w.setting} seed {w.seed}")  # noqa: F821
+tasks = Tasks.load(snakemake.input.tasks)  # noqa: F821
+out = train_setting(tasks, p.L, p.lr, p.steps, p.record_every, p.convention, progress=log)
+save_npz(snakemake.output[0], **out)  # noqa: F821
+log("saved")

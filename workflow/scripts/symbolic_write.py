@@ -1,0 +1,14 @@
+"""Rule symbolic: write S1-S5 (Markdown, JSON, HTML) to results/symbolic/."""
+from pathlib import Path
+
+import symbolic
+from softlin.progress import Progress
+from softlin.verdict import markdown_to_html
+
+log = Progress(snakemake.log[0], "symbolic")  # noqa: F821
+outdir = Path(snakemake.output.md[0]).parent  # noqa: F821
+symbolic.write_all(outdir)
+for md in snakemake.output.md:  # noqa: F821
+    text = Path(md).read_text()
+    Path(md).with_suffix(".html").write_text(markdown_to_html(text))
+    log(f"wrote {Path(md).stem}")
