@@ -176,7 +176,7 @@ def _softmax_risk_fwd(params, data):
     m1, m2 = _softmax_moments(params, data)
     f = m1 @ params.v
     r = f - data.yq
-    return 0.5 * jnp.mean(r ** 2), (r, f, m1, m2, data)
+    return _half_mse(f, data.yq), (r, f, m1, m2, data)
 
 
 def _softmax_risk_bwd(res, g):

@@ -20,6 +20,8 @@ def check_sigma(sigma, d: int | None = None) -> np.ndarray:
     s = np.asarray(sigma, dtype=np.float64)
     if s.ndim != 2 or s.shape[0] != s.shape[1]:
         raise ValueError(f"sigma must be a square matrix, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("sigma must have finite entries")
     if d is not None and s.shape[0] != d:
         raise ValueError(f"sigma has shape {s.shape}, expected ({d}, {d})")
     if not np.allclose(s, s.T, rtol=0, atol=1e-12):
