@@ -65,3 +65,205 @@ def c3_transfer(table, preset: str, protocol: dict, png, pdf) -> None:
                  f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries"
                  + preset_note(preset), fontsize=10)
     save(fig, png, pdf)
+
+
+# --------------------------------------------------------------------------- C1, C2, C4
+def _loglog(a, xlabel="prompt length L"):
+    a.set_xscale("log", base=2)
+    a.set_yscale("log")
+    a.set_xlabel(xlabel)
+    a.grid(alpha=0.3, which="both")
+
+
+def _probe_lines(a, g, col, se_col, guide=True):
+    """One line per probe (error bars), with an L^-beta guide anchored at the probe's last point."""
+    cmap = plt.get_cmap("viridis")
+    probes = list(g.groupby("probe", sort=False))
+    lam_max = max(float(pg["lambda_max"].iloc[0]) for _, pg in probes)
+    for name, pg in probes:
+        lam, beta = float(pg["lambda_max"].iloc[0]), float(pg["beta"].iloc[0])
+        c = cmap(min(lam / max(lam_max, 1.0), 1.0) * 0.9)
+        L = pg["L"].to_numpy(float)
+        a.errorbar(L, pg[col], yerr=pg[se_col], marker="o", ms=3, color=c, capsize=1.5,
+                   label=f"{name}: $\\lambda$={lam:.2f}, $\\beta$={beta:.2f}")
+        if guide:
+            y1 = float(pg[col].iloc[-1])
+            a.plot(L, y1 * (L / L[-1]) ** -beta, ls="--", lw=0.8, color=c)
+
+
+def c1_concentration(table, preset: str, protocol: dict, png, pdf) -> None:
+    """C1: RMS output gap vs L per setting, one line per probe, dashed L^-beta guides."""
+    groups = list(table.groupby("setting", sort=False))
+    fig, ax = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
+    for a, (setting, g) in zip(ax[0], groups):
+        _probe_lines(a, g, "rms_gap", "rms_gap_se")
+        _loglog(a)
+        a.set_title(f"{setting} ({g['token_kind'].iloc[0]})")
+        a.legend(fontsize=6)
+    ax[0, 0].set_ylabel(r"RMS $|f_{softmax(L)} - f_{linear(\infty)}|$")
+    fig.suptitle(f"C1 output concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
+                 f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$, $\\beta$ = min(1/2, 1/(4 $\\lambda_{{max}}(M)$))"
+                 + preset_note(preset), fontsize=10)
+    save(fig, png, pdf)
+
+
+def c2_gradients(table, traj, metrics: dict, preset: str, protocol: dict, seed_log_slope: float,
+                 png, pdf) -> None:
+    """C2: U and v gradient gaps vs L at the C1 probes (rows: U, v; columns: settings) + trajectory maxima."""
+    t = table[table["kind"] != "sweep"]
+    groups = list(t.groupby("setting", sort=False))
+    n = len(groups) + 1
+    fig, ax = plt.subplots(2, n, figsize=(4.2 * n, 7.6), squeeze=False)
+    for j, (setting, g) in enumerate(groups):
+        for i, part in enumerate(("U", "v")):
+            a = ax[i, j]
+            _probe_lines(a, g, f"gap_{part}", f"gap_{part}_se")
+            _loglog(a)
+            a.set_title(f"{setting} ({g['token_kind'].iloc[0]}): {part} part", fontsize=9)
+            if j == 0:
+                a.set_ylabel(f"RMS over blocks of $\\|\\nabla_{part} R_L - \\nabla_{part} R_\\infty\\|$")
+        ax[0, j].legend(fontsize=5.5)
+    for i, part in enumerate(("U", "v")):
+        a = ax[i, -1]
+        for setting, g in traj.groupby("setting", sort=False):
+            L = g["L"].to_numpy(float)
+            fit = metrics["trajectory"][setting]["full"]
+            a.plot(L, g[f"max_{part}"], marker="o", ms=3, label=f"{setting} ({part})")
+            if part == "U":
+                a.plot(L, g["max_full"], marker="s", ms=3, ls=":",
+                       label=f"{setting} (full), slope {fit['slope_full']:.2f}")
+        L = np.asarray(sorted(traj["L"].unique()), float)
+        y0 = float(traj["max_full"].max())
+        a.plot(L, y0 * (L / L[0]) ** seed_log_slope, "k--", lw=0.8, label=f"seed log C2e $L^{{{seed_log_slope}}}$")
+        _loglog(a)
+        a.set_title(f"along C3's linear(inf) trajectory: max over steps ({part})", fontsize=9)
+        a.legend(fontsize=6)
+    fig.suptitle(f"C2 gradient concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
+                 f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$" + preset_note(preset), fontsize=10)
+    save(fig, png, pdf)
+
+
+def c2_threshold(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+    """C2: measured gradient-gap slope vs lambda_max(M), prediction -min(1/2, 1/(4 lambda)), threshold 1/2."""
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.3))
+    grid = np.linspace(0.05, 1.5, 300)
+    for a, part in zip(ax, ("U", "v")):
+        for name, sw in metrics["sweep"].items():
+            a.errorbar(sw["lambda_max"], sw[part]["slope"], yerr=sw[part]["slope_se"], marker="o", ms=4,
+                       capsize=2, label=f"{name}: upper-half fit")
+            a.plot(sw["lambda_max"], sw[part]["slope_full"], marker="x", ls=":", lw=0.8,
+                   label=f"{name}: full-range fit")
+        probes = [f for f in metrics["fits"].values() if f["kind"] != "sweep" and f["token_kind"] == "gauss"]
+        a.plot([f["lambda_max"] for f in probes], [f[part]["slope"] for f in probes], "k^", ms=4, ls="none",
+               alpha=0.6, label="C1 probes")
+        a.plot(grid, -np.minimum(0.5, 1 / (4 * grid)), "k-", lw=1.2, label=r"$-\min(1/2, 1/(4\lambda_{max}))$")
+        a.axvline(0.5, color="r", ls="--", lw=0.8, label=r"threshold $\lambda_{max}(M) = 1/2$")
+        a.set_xlabel(r"$\lambda_{max}(M)$, $M = \Sigma^{1/2} A \Sigma A \Sigma^{1/2}$")
+        a.set_ylabel(f"slope of the {part}-gradient gap (log-log)")
+        a.set_title(f"{part} part")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7)
+    fig.suptitle("C2 threshold sweep: measured exponent vs the S5 prediction" + preset_note(preset), fontsize=10)
+    save(fig, png, pdf)
+
+
+def c4_dynamics(flows: dict, metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+    """C4: risk and distance to theta* vs time (ODE, population GD, sampled GD); conservation; n_tasks."""
+    fig, ax = plt.subplots(1, 4, figsize=(19, 4.3))
+    for k, (label, r) in enumerate(flows.items()):
+        c = f"C{k}"
+        t = r["t"]
+        ax[0].plot(t, np.maximum(r["ode_risk"], 1e-32), color=c, label=f"{label}: ODE")
+        ax[0].plot(t, np.maximum(r["gd_risk"], 1e-32), color=c, ls="--", label=f"{label}: population GD")
+        ax[0].plot(t, np.maximum(r["sampled_risk"], 1e-32), color=c, ls=":", label=f"{label}: sampled GD")
+        ax[1].plot(t, r["ode_dist"], color=c, label=f"{label}: ODE")
+        ax[1].plot(t, r["gd_dist"], color=c, ls="--", label=f"{label}: population GD")
+        ax[1].plot(t, r["sampled_dist"], color=c, ls=":", label=f"{label}: sampled GD")
+        ax[2].plot(t, np.maximum(np.abs(r["ode_conservation"]), 1e-18), color=c, label=f"{label}: ODE")
+        ax[2].plot(t, np.maximum(np.abs(r["gd_conservation"]), 1e-18), color=c, ls="--", label=f"{label}: population GD")
+        ax[2].plot(t, np.maximum(np.abs(r["sampled_conservation"]), 1e-18), color=c, ls=":",
+                   label=f"{label}: sampled GD")
+        n = r["ntasks_n_tasks"]
+        g = r["ntasks_gap"]
+        slope = [s for s in metrics["settings"].values() if s["label"] == label][0]["ntasks_slope"]
+        ax[3].errorbar(n, g.mean(axis=1), yerr=g.std(axis=1) / np.sqrt(max(g.shape[1], 1)), marker="o",
+                       color=c, capsize=2, label=f"{label}: slope {slope:.2f}")
+    n = np.asarray(next(iter(flows.values()))["ntasks_n_tasks"], float)
+    g0 = float(next(iter(flows.values()))["ntasks_gap"].mean(axis=1)[0])
+    ax[3].plot(n, g0 * (n / n[0]) ** -0.5, "k--", lw=0.8, label=r"$n^{-1/2}$")
+    for a in ax[:3]:
+        a.set_yscale("log")
+        a.set_xlabel("time t = step x lr")
+        a.grid(alpha=0.3, which="both")
+    ax[0].set_ylabel("population risk")
+    ax[1].set_ylabel(r"$\|\theta(t) - \theta^*\|$")
+    ax[2].set_ylabel(r"$| \|U\|_F^2 - \|v\|^2 |$")
+    ax[0].set_title("risk (closed form S2)")
+    ax[1].set_title(r"distance to $\theta^*$")
+    ax[2].set_title("conservation defect")
+    ax[3].set_xscale("log")
+    ax[3].set_yscale("log")
+    ax[3].set_xlabel("number of tasks")
+    ax[3].set_ylabel(r"$\max_t \|\theta_{sampled}(t) - \theta_{pop. GD}(t)\|$")
+    ax[3].set_title("sampled vs population GD")
+    ax[3].grid(alpha=0.3, which="both")
+    for a in ax:
+        a.legend(fontsize=5.5)
+    fig.suptitle(f"C4 infinite-prompt dynamics from Eq. (9): lr {protocol['lr']}, t_max = "
+                 f"{protocol['steps'] * protocol['lr']:g}; ODE {protocol['ode']['method']} "
+                 f"(rtol {protocol['ode']['rtol']:g})" + preset_note(preset), fontsize=10)
+    save(fig, png, pdf)
+
+
+def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+    """C5 (paper Sec. 6): test risk vs L of trained softmax / linear attention, baselines, noise
+    floor; the paired gap; the logged training losses."""
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
+    L = table["L"].to_numpy()
+    for key, lab, c, mk in (("softmax", "softmax attention (trained)", "tab:red", "o"),
+                            ("linear", "linear attention (trained)", "tab:blue", "s"),
+                            ("ridge", "Bayes posterior mean (ridge)", "tab:green", "^"),
+                            ("gd", "one-step preconditioned GD", "tab:purple", "v"),
+                            ("limit_opt", "infinite-prompt optimum (test set)", "tab:gray", "x")):
+        ax[0].errorbar(L, table[f"R_{key}"], yerr=table[f"R_{key}_se"], marker=mk, ms=4, capsize=2,
+                       color=c, label=lab, lw=1.5 if key in ("softmax", "linear") else 1)
+    for key, c in (("softmax", "tab:red"), ("linear", "tab:blue")):
+        ax[0].plot(L, table[f"R_{key}_at_inf"], ls=":", color=c, lw=1,
+                   label=f"trained {key} params at L = inf")
+    ax[0].plot(L, table["R_gd_closed"], "k--", lw=0.8, label="one-step GD, closed form")
+    ax[0].axhline(metrics["R_inf_exact"], color="k", lw=1, label=f"noise floor {metrics['R_inf_exact']}")
+    ax[0].set_xscale("log")
+    ax[0].set_yscale("log")
+    ax[0].set_xlabel("prompt length L")
+    ax[0].set_ylabel("test mean squared error")
+    ax[0].set_title("test risk vs L")
+    ax[1].errorbar(L, table["gap"], yerr=table["gap_se"], marker="o", ms=4, capsize=2, color="k")
+    ax[1].axhline(0, color="gray", lw=0.8)
+    ax[1].set_xscale("log")
+    ax[1].set_xlabel("prompt length L")
+    ax[1].set_ylabel(r"$R_{softmax} - R_{linear}$ (paired)")
+    ax[1].set_title("softmax - linear gap (C5a)")
+    cmap = plt.get_cmap("viridis")
+    Ls = sorted({int(k.split("_L")[1]) for k in metrics["loss_curves"]})
+    for k, cur in metrics["loss_curves"].items():
+        model, l = k.split("_L")
+        ax[2].plot(cur["step"], cur["loss"], lw=0.8, ls="-" if model == "softmax" else "--",
+                   color=cmap(Ls.index(int(l)) / max(1, len(Ls) - 1)),
+                   label=f"{model} L={l}" if len(Ls) <= 8 else None)
+    ax[2].set_yscale("log")
+    ax[2].set_xlabel("SGD step")
+    ax[2].set_ylabel("training loss (mean over log window)")
+    ax[2].set_title("training (solid softmax, dashed linear)")
+    for a in ax:
+        a.grid(alpha=0.3, which="both")
+    ax[0].legend(fontsize=6.5)
+    ax[2].legend(fontsize=6, ncol=2)
+    note = ""
+    if protocol.get("scaled_down"):
+        note = (f"  [SCALED DOWN (preset '{preset}'): {protocol['steps']} steps (paper 300 000), "
+                f"lr {protocol['lr']}, {len(protocol['L'])} prompt lengths]")
+    fig.suptitle(f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, noise "
+                 f"{protocol['noise_var']}, {protocol['parametrisation']}, covariance "
+                 f"{protocol['covariance_mode']}, batch {protocol['batch']}, "
+                 f"{protocol['n_test']} test prompts" + note, fontsize=9)
+    save(fig, png, pdf)

@@ -90,7 +90,7 @@ def test_limit_predictor(jax_x64):
 def test_risk_backends_and_gradient(jax_x64):
     jax = jax_x64
     rng = np.random.default_rng(3)
-    for d in (2, 3, 5):
+    for d in (2, 4):
         S, U, v = spd(rng, d), rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1)
         rn, rj = E.population_risk_fn("numpy"), E.population_risk_fn("jax")
         assert abs(rn(U, v, S) - float(rj(U, v, S))) < 1e-12 * max(1, abs(rn(U, v, S)))

@@ -128,9 +128,16 @@ rule c3_verdict:
         "../scripts/c3_verdict.py"
 
 
+localrules:
+    c3,
+
+
 rule c3:
     """Target: every C3 output (SPEC section 7)."""
     input:
         rules.c3_metrics.output,
         rules.c3_figure.output,
         rules.c3_verdict.output,
+
+
+ALL_TARGETS.extend(rules.c3.input)

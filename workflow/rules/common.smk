@@ -67,6 +67,7 @@ def _check_semantics(cfg):
 
 config = _load_config(config)
 PRESET = config["preset"]
+ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
 
 # --------------------------------------------------------------------------- package inputs
 PKG = Path(workflow.basedir) / "softlin"
@@ -102,3 +103,116 @@ def c3_setting(name):
     label = st.get("label") or ("isotropic" if np.array_equal(s, np.eye(len(s))) else name)
     return {"name": name, "label": label, "token_kind": st.get("token_kind", "gauss"),
             "sigma": s.tolist(), "n_seed": st["n_seed"]}
+
+
+# --------------------------------------------------------------------------- C1 / C2 / C4 helpers
+SYMBOLIC_SOURCES = sorted(str(p) for p in (Path(workflow.basedir) / "symbolic").glob("*.py"))
+
+
+def pow2_range(cfg):
+    """Nested prompt lengths 2^log2_L_min .. 2^log2_L_max of a claim's config section."""
+    return [2 ** j for j in range(cfg["log2_L_min"], cfg["log2_L_max"] + 1)]
+
+
+def claim_setting(claim, name):
+    """Resolved setting of claim c1 / c4: name, label, token kind, covariance (nested list), probe overrides."""
+    st = config[claim]["settings"][name]
+    s = sigma_matrix(st["sigma"], f"{claim}.settings.{name}.sigma")
+    return {"name": name, "label": st.get("label") or name, "token_kind": st.get("token_kind", "gauss"),
+            "sigma": s.tolist(), "probes": st.get("probes") or {}}
+
+
+def _check_semantics_c124(cfg):
+    """Semantic checks of c1, c2, c4 (each error names its key)."""
+    c1 = cfg.get("c1")
+    if c1 is not None:
+        if c1["log2_L_max"] - c1["log2_L_min"] < 4:
+            raise ValueError("config key 'c1.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
+        for name, st in c1["settings"].items():
+            s = sigma_matrix(st["sigma"], f"c1.settings.{name}.sigma")
+            if st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(len(s))):
+                raise ValueError(f"config key 'c1.settings.{name}.sigma': Rademacher tokens need sigma = I")
+    c2 = cfg.get("c2")
+    if c2 is not None:
+        if c1 is None:
+            raise ValueError("config key 'c2': C2 probes the C1 settings, so the c1 section is required")
+        if c2["log2_L_max"] - c2["log2_L_min"] < 4:
+            raise ValueError("config key 'c2.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
+        for name in c2["sweep"]["settings"]:
+            if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
+                raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
+        c3 = cfg.get("c3") or {}
+        for name in c2["trajectory"]["settings"]:
+            if name not in c3.get("settings", {}):
+                raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
+    c4 = cfg.get("c4")
+    if c4 is not None:
+        if c4["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.record_every': must divide c4.steps")
+        nt = c4["n_tasks"]
+        if nt["steps"] > c4["steps"] or nt["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.n_tasks.steps': must be a multiple of c4.record_every and at most c4.steps")
+        for name, st in c4["settings"].items():
+            sigma_matrix(st["sigma"], f"c4.settings.{name}.sigma")
+
+
+_check_semantics_c124(config)
+
+
+# --------------------------------------------------------------------------- C5 helpers
+def _check_semantics_c5(cfg):
+    c5 = cfg.get("c5")
+    if c5 is None:
+        return
+    if sorted(set(c5["L"])) != list(c5["L"]):
+        raise ValueError("config key 'c5.L': prompt lengths must be strictly increasing")
+    if len(c5["L"]) < 3:
+        raise ValueError("config key 'c5.L': need at least 3 prompt lengths (the gap criterion compares thirds)")
+    if c5["chunk"] % c5["log_every"]:
+        raise ValueError("config key 'c5.log_every': must divide c5.chunk")
+    if c5["steps"] % c5["chunk"]:
+        raise ValueError("config key 'c5.chunk': must divide c5.steps")
+    if c5["steps"] // c5["log_every"] < 30:
+        raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
+    if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
+        raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
+    if sorted(c5["models"]) != ["linear", "softmax"]:
+        raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
+
+
+_check_semantics_c5(config)
+
+
+def c5_train_config():
+    """The C5 settings a training or metrics job reads (the config section minus the criteria)."""
+    c5 = config["c5"]
+    out = {k: v for k, v in c5.items() if k != "criteria"}
+    out["w_var"] = c5["w_var"] if c5["w_var"] is not None else 1.0 / c5["d"]
+    return out
+
+
+def c5_step_seconds(L):
+    """Predicted seconds per SGD step on one CPU core (measured: ~0.5 ms + 16 us per token at
+    batch 128, d = 5; bench/bench_c5.py), scaled with the batch."""
+    return (5e-4 + 1.6e-5 * L) * config["c5"]["batch"] / 128
+
+
+def c5_runtime_min(L):
+    """Minutes a c5_train job may take (1.5 x the CPU prediction + compilation, on a GPU far less)."""
+    c5 = config["c5"]
+    return 5 + int(1.5 * c5["steps"] * c5_step_seconds(L) / 60)
+
+
+def c5_mem_mb(L):
+    c5 = config["c5"]
+    return 1500 + int(c5["batch"] * (L + 2) * (c5["d"] + 1) * 8 * 20 / 1e6)
+
+
+def c5_protocol():
+    """What the figure and the verdict print about the run."""
+    c5 = config["c5"]
+    keys = ("d", "kms_rho", "noise_var", "covariance_mode", "parametrisation", "batch", "lr", "momentum",
+            "steps", "L", "scaled_down", "sample_dtype", "rng_impl")
+    out = {k: c5[k] for k in keys}
+    out["n_test"] = c5["eval"]["n_test"]
+    return out

@@ -1,0 +1,40 @@
+"""On-disk cache of derivations: pickle keyed by (id, version, sympy version)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+
+import sympy as sp
+
+
+def cache_dir() -> str:
+    """$SOFTLIN_SYMBOLIC_CACHE, else ~/.cache/softlin-symbolic."""
+    return os.environ.get("SOFTLIN_SYMBOLIC_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "softlin-symbolic")
+
+
+def _path(did: str, version: str) -> str:
+    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}".encode()).hexdigest()[:16]
+    return os.path.join(cache_dir(), f"{did}-{key}.pkl")
+
+
+def cached_call(did: str, version: str, fn, fresh: bool = False):
+    """Return fn() from the cache, computing and storing it on a miss (or when fresh)."""
+    path = _path(did, version)
+    if not fresh and os.path.exists(path):
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # corrupt / incompatible entry: recompute
+            pass
+    out = fn()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump(out, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return out

@@ -1,0 +1,122 @@
+"""Derivation record, registry of S1..S5, and text / Markdown / JSON rendering."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sympy as sp
+
+from . import cache
+
+DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """One derivation: id ("S2"), title, steps [(explanation, sympy object)], results {name: expr}."""
+
+    id: str
+    title: str
+    steps: list = field(default_factory=list)
+    results: dict = field(default_factory=dict)
+
+
+TITLES: dict[str, str] = {}
+
+
+def register(did: str, version: str, title: str):
+    """Register a derivation function under `did`; its output is cached on disk by (did, version)."""
+    TITLES[did] = title
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(fresh: bool = False) -> Derivation:
+            return cache.cached_call(did, version, fn, fresh=fresh)
+
+        wrapper.derivation_id = did
+        wrapper.version = version
+        DERIVATIONS[did] = wrapper
+        return wrapper
+
+    return deco
+
+
+def get(did: str, fresh: bool = False) -> Derivation:
+    """The (cached) derivation with id `did`."""
+    return DERIVATIONS[did](fresh=fresh)
+
+
+def _is_sym(obj: Any) -> bool:
+    return isinstance(obj, (sp.Basic, sp.MatrixBase))
+
+
+def render_text(der: Derivation) -> str:
+    """Human-readable unicode rendering of all steps and results."""
+    out = [f"{der.id} — {der.title}", "=" * (len(der.id) + len(der.title) + 3)]
+    for i, (text, obj) in enumerate(der.steps, 1):
+        out.append(f"\n[{i}] {text}")
+        if obj is not None:
+            out.append(sp.pretty(obj, use_unicode=True) if _is_sym(obj) else str(obj))
+    out.append("\nResults:")
+    for name, expr in der.results.items():
+        body = sp.pretty(expr, use_unicode=True) if _is_sym(expr) else str(expr)
+        out.append(f"  {name} =\n" + "\n".join("    " + ln for ln in body.splitlines()))
+    return "\n".join(out) + "\n"
+
+
+def _latex(obj: Any) -> str:
+    if _is_sym(obj):
+        return sp.latex(obj)
+    if isinstance(obj, dict):
+        return r"\begin{array}{ll}" + r" \\ ".join(
+            rf"\text{{{k}}} & {_latex(v)}" for k, v in obj.items()) + r"\end{array}"
+    return rf"\text{{{obj}}}"
+
+
+def to_markdown(der: Derivation) -> str:
+    """Markdown with $$...$$ LaTeX blocks: a numbered list of steps, then the results."""
+    out = [f"## {der.id} — {der.title}", ""]
+    for i, (text, obj) in enumerate(der.steps, 1):
+        out.append(f"{i}. {text}")
+        if obj is not None:
+            out += ["", f"$$ {_latex(obj)} $$", ""]
+    out += ["", "### Results", ""]
+    for name, expr in der.results.items():
+        out += [f"* `{name}`", "", f"$$ {_latex(expr)} $$", ""]
+    return "\n".join(out) + "\n"
+
+
+def to_json(der: Derivation) -> dict:
+    """JSON-able content: steps as text + LaTeX, results as srepr / LaTeX / str."""
+    def enc(obj):
+        if _is_sym(obj):
+            return {"srepr": sp.srepr(obj), "latex": sp.latex(obj), "str": str(obj)}
+        if isinstance(obj, dict):
+            return {str(k): enc(v) for k, v in obj.items()}
+        if isinstance(obj, (int, float, str, bool)) or obj is None:
+            return obj
+        return {"str": str(obj)}
+
+    return {
+        "id": der.id,
+        "title": der.title,
+        "steps": [{"text": t, "object": enc(o)} for t, o in der.steps],
+        "results": {k: enc(v) for k, v in der.results.items()},
+    }
+
+
+def write_all(outdir: str) -> list[str]:
+    """Write S1.md, S1.json, ..., S5.md, S5.json into `outdir`; return the paths."""
+    os.makedirs(outdir, exist_ok=True)
+    paths = []
+    for did in sorted(DERIVATIONS):
+        der = get(did)
+        for ext, text in (("md", to_markdown(der)), ("json", json.dumps(to_json(der), indent=1))):
+            p = os.path.join(outdir, f"{did}.{ext}")
+            with open(p, "w") as fh:
+                fh.write(text)
+            paths.append(p)
+    return paths

@@ -1,0 +1,151 @@
+"""Failure behaviour of the workflow, each on a temporary copy of the repository (smoke preset).
+
+* a training job killed half way leaves no output a rerun would trust, and the rerun recomputes
+  only the unfinished jobs, with the same bits as an uninterrupted run;
+* a job that raises stops with its log path printed, and ``--keep-going`` lets the rest finish;
+* a bad config stops a real (not dry) run before any job starts.
+
+About a minute and a half in all on two cores.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_workflow import SNAKEMAKE, copy_repo, smk
+
+SMOKE = ["--config", "preset=smoke"]
+TRAJ = "results/c3/trajectories"
+
+
+def start_smk(cwd, *args, out):
+    """snakemake in the background, in its own process group (so that the whole tree can be killed)."""
+    env = dict(os.environ, PYTHONPATH=str(cwd))
+    return subprocess.Popen([*SNAKEMAKE, *args], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+    # the job processes were in the same group: wait until none is left
+    for _ in range(100):
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("processes of the killed snakemake are still alive")
+
+
+def run_name(p: Path) -> str:
+    """'isotropic_s777' from results/c3/trajectories/isotropic_s777.npz or results/logs/c3/train_isotropic_s777.log."""
+    return p.stem.removeprefix("train_")
+
+
+def outputs(repo) -> dict:
+    """Bytes of every csv/json/npz output under results/ (temporary files of atomic writes excluded)."""
+    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted((repo / "results").rglob("*"))
+            if p.suffix in (".csv", ".json", ".npz") and not p.name.startswith(".")}
+
+
+def test_killed_training_rerun_recomputes_only_unfinished(tmp_path):
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "killed").mkdir()
+    ref = copy_repo(tmp_path / "ref")
+    repo = copy_repo(tmp_path / "killed")
+    # the uninterrupted reference runs alongside (one core each)
+    with open(tmp_path / "ref.out", "w") as ref_out, open(tmp_path / "killed.out", "w") as out:
+        ref_proc = start_smk(ref, "c3", *SMOKE, "--cores", "1", out=ref_out)
+        proc = start_smk(repo, "c3", *SMOKE, "--cores", "1", out=out)
+        started = set()
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                assert proc.poll() is None, "the run finished before it could be interrupted:\n" + \
+                    (tmp_path / "killed.out").read_text()[-3000:]
+                done = {run_name(p) for p in (repo / TRAJ).glob("*.npz") if not p.name.startswith(".")}
+                logs = {run_name(p) for p in (repo / "results/logs/c3").glob("train_*.log")}
+                if done and logs - done:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("no training job started after a finished one within 300 s")
+        finally:
+            kill_group(proc)
+        done = {run_name(p) for p in (repo / TRAJ).glob("*.npz") if not p.name.startswith(".")}
+        killed = {run_name(p) for p in (repo / "results/logs/c3").glob("train_*.log")} - done
+        assert done and killed, (done, killed)
+        # the killed job left no output (at most a temporary file of the atomic write)
+        for name in killed:
+            assert not (repo / TRAJ / f"{name}.npz").exists()
+        assert not (repo / "results/c3/c3_transfer.csv").exists()
+
+        # the dry run plans exactly the trainings without output, none of the finished ones
+        dry = smk(repo, "-n", "c3", *SMOKE)
+        text = dry.stdout + dry.stderr
+        planned = set(re.findall(r"Missing output files: " + TRAJ + r"/(\w+)\.npz", text))
+        assert killed <= planned and not planned & done, (planned, killed, done)
+        n_train = re.search(r"^c3_train\s+(\d+)\s*$", text, re.M)
+        assert n_train and int(n_train.group(1)) == len(planned), text[-3000:]
+
+        # the rerun (after removing the lock the killed run left) completes ...
+        smk(repo, "--unlock", *SMOKE)
+        rerun = smk(repo, "c3", *SMOKE)
+        ran = set(re.findall(r"C3: training (\w+), seed (\d+)", rerun.stdout + rerun.stderr))
+        assert {f"{s}_s{seed}" for s, seed in ran} == planned, (ran, planned)
+        assert ref_proc.wait(timeout=600) == 0, (tmp_path / "ref.out").read_text()[-3000:]
+    every = {run_name(p) for p in (ref / "results/c3/tasks").glob("*.npz") if not p.stem.endswith("_eval")}
+    assert planned == every - done, (planned, every, done)
+    # ... with the bits of the uninterrupted run
+    got, want = outputs(repo), outputs(ref)
+    assert got.keys() == want.keys()
+    assert [k for k in want if got[k] != want[k]] == []
+
+
+def test_failing_job_reports_log_and_keep_going_finishes_the_rest(tmp_path):
+    repo = copy_repo(tmp_path)
+    smk(repo, "c3", "--until", "c3_sample", *SMOKE)
+    bad = "anisotropic_s777"
+    (repo / f"results/c3/tasks/{bad}.npz").write_bytes(b"not an npz file\n")
+    proc = smk(repo, "c3", "symbolic", "--keep-going", *SMOKE, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"results/logs/c3/train_{bad}.log" in text, text[-3000:]
+    assert re.search(r"Error in rule c3_train", text), text[-3000:]
+    assert not (repo / TRAJ / f"{bad}.npz").exists()
+    others = [p for p in (repo / "results/c3/tasks").glob("*_s*.npz")
+              if not p.stem.endswith("_eval") and p.stem != bad]
+    assert len(others) == 3
+    for p in others:
+        assert (repo / TRAJ / p.name).exists(), p.name
+    for sid in ("S1", "S2", "S3", "S4", "S5"):
+        for ext in ("md", "json", "html"):
+            assert (repo / f"results/symbolic/{sid}.{ext}").exists()
+    assert not (repo / "results/c3/c3_transfer.csv").exists()   # depends on the failed job
+
+
+@pytest.mark.parametrize("override, key", [
+    ("c3: {steps: -5}", "steps"),                                          # negative step count
+    ("c3: {settings: {anisotropic: {sigma: [2.0, 0.0, 0.5]}}}", "sigma"),  # singular diagonal covariance
+    ("c3: {settings: {isotropic: {sigma: [[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]}}}",
+     "c3.settings.isotropic.sigma"),                                       # not symmetric
+])
+def test_bad_config_stops_a_real_run_before_any_job(tmp_path, override, key):
+    """As test_workflow.test_bad_config_rejected_before_any_job, but a real run, not a dry run."""
+    repo = copy_repo(tmp_path)
+    (repo / "bad.yaml").write_text(override + "\n")
+    proc = smk(repo, "--configfile", "bad.yaml", "--config", "preset=smoke", check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert key in text and "Error" in text, text[-2000:]
+    assert not (repo / "results").exists() and not (repo / "figures").exists()

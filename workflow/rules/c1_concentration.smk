@@ -1,0 +1,150 @@
+# C1 - output concentration (Lemma 2.1, Prop 3.1): probes -> measure (one job per setting, every
+# probe and L in it) -> metrics -> figure -> verdict.
+C1 = config["c1"]
+C1_SETTINGS = list(C1["settings"])
+C1_L = pow2_range(C1)
+
+
+rule c1_probes:
+    """Probe parameters per setting (Eq. 9 init, theta*, s theta*) with lambda_max(M) and beta (S5)."""
+    input:
+        code=pkg("params.py", "tasks.py", "concentration.py", "claims/c1.py") + SYMBOLIC_SOURCES,
+    output:
+        "results/c1/probes.json",
+    params:
+        settings=[claim_setting("c1", s) for s in C1_SETTINGS],
+        probes=C1["probes"],
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "probes"),
+    message:
+        "C1: probe parameters for {params.settings}"
+    script:
+        "../scripts/c1_probes.py"
+
+
+rule c1_measure:
+    """Per task block and L: mean squared gap between softmax(L) and linear(inf) outputs."""
+    input:
+        probes="results/c1/probes.json",
+        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c1.py"),
+    output:
+        "results/c1/gaps/{setting}.npz",
+    params:
+        L=C1_L,
+        seed=C1["seed"],
+        n_blocks=C1["n_blocks"],
+        n_pairs=C1["n_pairs"],
+        n_query=C1["n_query"],
+    threads: 1
+    resources:
+        # measured: about 1 s per block of 32 tasks x 4 queries at l_max = 65536 (6 probes, 14 L)
+        runtime=lambda w: 2 + int(C1["n_blocks"] * C1["n_pairs"] * 2 ** C1["log2_L_max"] * 2e-6),
+        mem_mb=lambda w: 800 + int(C1["n_pairs"] * 2 ** C1["log2_L_max"] * C1["n_query"] * 8 * 12 / 1e6),
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "measure_{setting}"),
+    benchmark:
+        benchfile("c1", "measure_{setting}")
+    message:
+        "C1: output gaps for {wildcards.setting}, L = {params.L}"
+    script:
+        "../scripts/c1_measure.py"
+
+
+rule c1_metrics:
+    """RMS gaps with block standard errors, slopes over the upper half of the L range against -beta."""
+    input:
+        probes="results/c1/probes.json",
+        gaps=expand("results/c1/gaps/{setting}.npz", setting=C1_SETTINGS),
+        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c1.py"),
+    output:
+        table="results/c1/c1_concentration.csv",
+        metrics="results/c1/c1_concentration.json",
+    params:
+        settings=C1_SETTINGS,
+        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "metrics"),
+    script:
+        "../scripts/c1_metrics.py"
+
+
+rule c1_figure:
+    """RMS gap vs L, log-log, one line per probe, one panel per setting, L^-beta guides."""
+    input:
+        table="results/c1/c1_concentration.csv",
+        code=pkg("plots.py"),
+    output:
+        png=report("figures/c1_concentration.png", category="C1 concentration", caption="../report/c1_concentration.rst"),
+        pdf="figures/c1_concentration.pdf",
+    params:
+        preset=PRESET,
+        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "figure"),
+    script:
+        "../scripts/c1_figure.py"
+
+
+rule c1_verdict:
+    """Predeclared criteria C1a-C1f."""
+    input:
+        metrics="results/c1/c1_concentration.json",
+        code=pkg("verdict.py"),
+    output:
+        json="results/c1/verdict.json",
+        md="results/c1/verdict.md",
+        html=report("results/c1/verdict.html", category="C1 concentration", caption="../report/verdict.rst"),
+    params:
+        criteria=C1["criteria"],
+        preset=PRESET,
+    resources:
+        runtime=1,
+        mem_mb=300,
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "verdict"),
+    script:
+        "../scripts/c1_verdict.py"
+
+
+localrules:
+    c1,
+
+
+rule c1:
+    """Target: every C1 output (SPEC section 7)."""
+    input:
+        rules.c1_metrics.output,
+        rules.c1_figure.output,
+        rules.c1_verdict.output,
+
+
+ALL_TARGETS.extend(rules.c1.input)

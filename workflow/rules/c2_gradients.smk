@@ -1,0 +1,170 @@
+# C2 - gradient concentration (Prop 3.4) at the C1 probes and a threshold sweep (one job per C1
+# setting), and along C3's linear(inf) trajectory -> metrics -> figures -> verdict.
+C2 = config["c2"]
+C2_SETTINGS = list(config["c1"]["settings"])
+C2_L = pow2_range(C2)
+C2_TRAJ = [(s, config["c3"]["seed0"]) for s in C2["trajectory"]["settings"]]
+
+
+rule c2_measure:
+    """Per task block and L: grad R_L^softmax - grad R_inf on the same tasks, at the C1 probes (+ sweep)."""
+    input:
+        probes="results/c1/probes.json",
+        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c2.py") + SYMBOLIC_SOURCES,
+    output:
+        "results/c2/gaps/{setting}.npz",
+    params:
+        L=C2_L,
+        seed=C2["seed"],
+        n_blocks=C2["n_blocks"],
+        n_pairs=C2["n_pairs"],
+        n_query=C2["n_query"],
+        sweep=lambda w: C2["sweep"]["lambda"] if w.setting in C2["sweep"]["settings"] else [],
+    threads: 1
+    resources:
+        # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
+        runtime=lambda w: 2 + int(C2["n_blocks"] * C2["n_pairs"] * 2 ** C2["log2_L_max"] * 4e-6),
+        mem_mb=lambda w: 800 + int(C2["n_pairs"] * 2 ** C2["log2_L_max"] * C2["n_query"] * 8 * 12 / 1e6),
+    group:
+        "c2_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c2", "measure_{setting}"),
+    benchmark:
+        benchfile("c2", "measure_{setting}")
+    message:
+        "C2: gradient gaps for {wildcards.setting}, L = {params.L}, sweep lambda = {params.sweep}"
+    script:
+        "../scripts/c2_measure.py"
+
+
+rule c2_trajectory:
+    """Gradient gaps at every recorded iterate of C3's linear(inf) run, on C3's training tasks."""
+    input:
+        traj="results/c3/trajectories/{setting}_s{seed}.npz",
+        tasks="results/c3/tasks/{setting}_s{seed}.npz",
+        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c2.py"),
+    output:
+        "results/c2/trajectory/{setting}_s{seed}.npz",
+    params:
+        L=config["c3"]["L"],
+    threads: 1
+    resources:
+        runtime=3,
+        mem_mb=1000,
+    group:
+        "c2_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c2", "trajectory_{setting}_s{seed}"),
+    benchmark:
+        benchfile("c2", "trajectory_{setting}_s{seed}")
+    message:
+        "C2: gradient gaps along C3's linear(inf) trajectory, {wildcards.setting} seed {wildcards.seed}"
+    script:
+        "../scripts/c2_trajectory.py"
+
+
+rule c2_metrics:
+    """RMS (over blocks) and pooled gradient gaps, slopes vs -beta, the sweep, the trajectory maxima."""
+    input:
+        probes="results/c1/probes.json",
+        gaps=expand("results/c2/gaps/{setting}.npz", setting=C2_SETTINGS),
+        traj=[f"results/c2/trajectory/{s}_s{seed}.npz" for s, seed in C2_TRAJ],
+        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c2.py") + SYMBOLIC_SOURCES,
+    output:
+        table="results/c2/c2_gradients.csv",
+        trajectory="results/c2/c2_trajectory.csv",
+        metrics="results/c2/c2_gradients.json",
+    params:
+        settings=C2_SETTINGS,
+        sweep=C2["sweep"],
+        traj_settings=[s for s, _ in C2_TRAJ],
+        seed_log_slope=C2["trajectory"]["seed_log_slope"],
+        n_boot=C2["n_boot"],
+        seed=C2["seed"],
+        L=C2_L,
+        traj_L=config["c3"]["L"],
+        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
+    resources:
+        runtime=2,
+        mem_mb=800,
+    group:
+        "c2_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c2", "metrics"),
+    script:
+        "../scripts/c2_metrics.py"
+
+
+rule c2_figure:
+    """Gap vs L (U and v parts, trajectory maxima); measured slope vs lambda_max(M) with the prediction."""
+    input:
+        table="results/c2/c2_gradients.csv",
+        trajectory="results/c2/c2_trajectory.csv",
+        metrics="results/c2/c2_gradients.json",
+        code=pkg("plots.py"),
+    output:
+        gaps=report("figures/c2_gradients.png", category="C2 gradient concentration", caption="../report/c2_gradients.rst"),
+        gaps_pdf="figures/c2_gradients.pdf",
+        sweep=report("figures/c2_threshold.png", category="C2 gradient concentration", caption="../report/c2_threshold.rst"),
+        sweep_pdf="figures/c2_threshold.pdf",
+    params:
+        preset=PRESET,
+        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+        seed_log_slope=C2["trajectory"]["seed_log_slope"],
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c2_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c2", "figure"),
+    script:
+        "../scripts/c2_figure.py"
+
+
+rule c2_verdict:
+    """Predeclared criteria C2a-C2f."""
+    input:
+        metrics="results/c2/c2_gradients.json",
+        code=pkg("verdict.py"),
+    output:
+        json="results/c2/verdict.json",
+        md="results/c2/verdict.md",
+        html=report("results/c2/verdict.html", category="C2 gradient concentration", caption="../report/verdict.rst"),
+    params:
+        criteria=C2["criteria"],
+        preset=PRESET,
+    resources:
+        runtime=1,
+        mem_mb=300,
+    group:
+        "c2_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c2", "verdict"),
+    script:
+        "../scripts/c2_verdict.py"
+
+
+localrules:
+    c2,
+
+
+rule c2:
+    """Target: every C2 output (SPEC section 7)."""
+    input:
+        rules.c2_metrics.output,
+        rules.c2_figure.output,
+        rules.c2_verdict.output,
+
+
+ALL_TARGETS.extend(rules.c2.input)

@@ -1,0 +1,127 @@
+# C4 - tractable infinite-prompt dynamics (Sec 5, Remark 5.2): flow (one job per covariance:
+# population GD, ODE, reduced flow, sampled GD, n_tasks scaling, alpha sweep) -> metrics -> figure -> verdict.
+C4 = config["c4"]
+C4_SETTINGS = list(C4["settings"])
+C4_FLOW_CFG = {k: C4[k] for k in ("lr", "steps", "record_every", "ode", "sampled", "n_tasks", "alpha_sweep")}
+
+
+rule c4_flow:
+    """The population flow of linear(inf) from Eq. (9): GD, adaptive ODE, reduced block flow; sampled GD beside it."""
+    input:
+        code=KERNEL_SOURCES + pkg("metrics.py", "io.py", "progress.py", "claims/c4.py") + SYMBOLIC_SOURCES,
+    output:
+        "results/c4/flows/{setting}.npz",
+    params:
+        setting=lambda w: claim_setting("c4", w.setting),
+        cfg=C4_FLOW_CFG,
+    threads: 1
+    resources:
+        # measured: about 10-15 s per covariance (the ODE needs 1.5k-8k gradient evaluations)
+        runtime=3,
+        mem_mb=1000,
+    group:
+        "c4_flow"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c4", "flow_{setting}"),
+    benchmark:
+        benchfile("c4", "flow_{setting}")
+    message:
+        "C4: population flows for {wildcards.setting}"
+    script:
+        "../scripts/c4_flow.py"
+
+
+rule c4_metrics:
+    """Final distances, conservation defects, n_tasks slope, the alpha table."""
+    input:
+        flows=expand("results/c4/flows/{setting}.npz", setting=C4_SETTINGS),
+        code=pkg("metrics.py", "io.py", "claims/c4.py"),
+    output:
+        table="results/c4/c4_dynamics.csv",
+        alpha="results/c4/c4_alpha.csv",
+        metrics="results/c4/c4_dynamics.json",
+    params:
+        settings=[claim_setting("c4", s) for s in C4_SETTINGS],
+        tol=C4["tol"],
+        gd_tol=C4["gd_tol"],
+        protocol=C4_FLOW_CFG,
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c4_flow"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c4", "metrics"),
+    script:
+        "../scripts/c4_metrics.py"
+
+
+rule c4_figure:
+    """Risk and distance to theta* vs time for both flows and sampled GD; conservation defect; n_tasks scaling."""
+    input:
+        flows=expand("results/c4/flows/{setting}.npz", setting=C4_SETTINGS),
+        metrics="results/c4/c4_dynamics.json",
+        code=pkg("plots.py"),
+    output:
+        png=report("figures/c4_dynamics.png", category="C4 infinite-prompt dynamics", caption="../report/c4_dynamics.rst"),
+        pdf="figures/c4_dynamics.pdf",
+    params:
+        settings=[claim_setting("c4", s) for s in C4_SETTINGS],
+        preset=PRESET,
+        protocol=C4_FLOW_CFG,
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c4_flow"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c4", "figure"),
+    script:
+        "../scripts/c4_figure.py"
+
+
+rule c4_verdict:
+    """Predeclared criteria C4a-C4f, with the alpha table."""
+    input:
+        metrics="results/c4/c4_dynamics.json",
+        alpha="results/c4/c4_alpha.csv",
+        code=pkg("verdict.py", "claims/c4.py"),
+    output:
+        json="results/c4/verdict.json",
+        md="results/c4/verdict.md",
+        html=report("results/c4/verdict.html", category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
+    params:
+        criteria=C4["criteria"],
+        preset=PRESET,
+    resources:
+        runtime=1,
+        mem_mb=300,
+    group:
+        "c4_flow"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c4", "verdict"),
+    script:
+        "../scripts/c4_verdict.py"
+
+
+localrules:
+    c4,
+
+
+rule c4:
+    """Target: every C4 output (SPEC section 7)."""
+    input:
+        rules.c4_metrics.output,
+        rules.c4_figure.output,
+        rules.c4_verdict.output,
+
+
+ALL_TARGETS.extend(rules.c4.input)

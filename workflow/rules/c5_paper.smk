@@ -1,0 +1,119 @@
+# C5 - the paper's Sec. 6 experiment: online SGD of softmax and linear attention (one head, the
+# authors' QKVO parametrisation or (U, v)) at every prompt length L, test risk against L with
+# baselines: train (one job per model x L) -> metrics -> figure -> verdict.
+C5 = config["c5"]
+C5_RUNS = [(m, L) for m in C5["models"] for L in C5["L"]]
+
+
+wildcard_constraints:
+    c5_model="softmax|linear",
+    c5_L=r"\d+",
+
+
+rule c5_train:
+    """Online SGD of one (model, L): fresh batches from fold_in(key, step), checkpointed every chunk."""
+    input:
+        code=KERNEL_SOURCES + pkg("online.py", "io.py", "progress.py", "claims/c5.py"),
+    output:
+        "results/c5/runs/{c5_model}_L{c5_L}.npz",
+    params:
+        cfg=c5_train_config(),
+        checkpoint=lambda w: f"results/c5/checkpoints/{w.c5_model}_L{w.c5_L}.npz",
+    threads: C5["threads"]
+    resources:
+        runtime=lambda w: c5_runtime_min(int(w.c5_L)),
+        mem_mb=lambda w: c5_mem_mb(int(w.c5_L)),
+        gpu=C5["gpu"],
+    group:
+        "c5_train"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "train_{c5_model}_L{c5_L}"),
+    benchmark:
+        benchfile("c5", "train_{c5_model}_L{c5_L}")
+    message:
+        "C5: online SGD of {wildcards.c5_model} attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]})"
+    script:
+        "../scripts/c5_train.py"
+
+
+rule c5_metrics:
+    """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
+    input:
+        runs=[f"results/c5/runs/{m}_L{L}.npz" for m, L in C5_RUNS],
+        code=KERNEL_SOURCES + pkg("online.py", "baselines.py", "io.py", "claims/c5.py"),
+    output:
+        table="results/c5/c5_risks.csv",
+        metrics="results/c5/c5_metrics.json",
+    params:
+        cfg=c5_train_config(),
+        runs=[{"model": m, "L": L} for m, L in C5_RUNS],
+    threads: C5["threads"]
+    resources:
+        runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
+        mem_mb=lambda w: 1000 + int(C5["eval"]["chunk"] * max(C5["L"]) * (C5["d"] + 1) * 8 * 12 / 1e6),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "metrics"),
+    message:
+        "C5: test risks over L = {params.cfg[L]} ({params.cfg[eval][n_test]} test prompts)"
+    script:
+        "../scripts/c5_metrics.py"
+
+
+rule c5_figure:
+    """Test risk against L: both trained models, the baselines, the noise floor; error bars."""
+    input:
+        table="results/c5/c5_risks.csv",
+        metrics="results/c5/c5_metrics.json",
+        code=pkg("plots.py"),
+    output:
+        png=report("figures/c5_risk_vs_L.png", category="C5 Sec. 6 experiment", caption="../report/c5_risk_vs_L.rst"),
+        pdf="figures/c5_risk_vs_L.pdf",
+    params:
+        preset=PRESET,
+        protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "figure"),
+    script:
+        "../scripts/c5_figure.py"
+
+
+rule c5_verdict:
+    """Predeclared criteria C5a-C5d."""
+    input:
+        metrics="results/c5/c5_metrics.json",
+        code=pkg("verdict.py"),
+    output:
+        json="results/c5/verdict.json",
+        md="results/c5/verdict.md",
+        html=report("results/c5/verdict.html", category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
+    params:
+        criteria=C5["criteria"],
+        preset=PRESET,
+        protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "verdict"),
+    script:
+        "../scripts/c5_verdict.py"
+
+
+localrules:
+    c5,
+
+
+rule c5:
+    """Target: every C5 output (SPEC section 7)."""
+    input:
+        rules.c5_metrics.output,
+        rules.c5_figure.output,
+        rules.c5_verdict.output,
+
+
+ALL_TARGETS.extend(rules.c5.input)

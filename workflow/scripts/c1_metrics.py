@@ -1,0 +1,24 @@
+"""C1 rule c1_metrics: RMS gaps with block s.e., slopes against -beta (CSV + JSON)."""
+import numpy as np
+import pandas as pd
+
+from softlin.claims import c1
+from softlin.io import load_json, save_json
+from softlin.progress import Progress
+
+p = snakemake.params  # noqa: F821
+log = Progress(snakemake.log[0], "c1 metrics")  # noqa: F821
+design = load_json(snakemake.input.probes)  # noqa: F821
+rows, fits = [], {}
+for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
+    with np.load(path) as f:
+        msq, Ls = f["msq"], f["Ls"]
+    r, fi = c1.summarize(design[name], msq, Ls)
+    rows += r
+    fits.update(fi)
+for k, f in fits.items():
+    log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f})")
+pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+save_json(snakemake.output.metrics, {"fits": fits, "summary": c1.aggregate(fits),  # noqa: F821
+                                      "protocol": p.protocol})
+log("done")

@@ -1,0 +1,15 @@
+"""C2 rule c2_figure: gradient gaps vs L; slope vs lambda_max(M)."""
+import pandas as pd
+
+from softlin import plots
+from softlin.io import load_json
+from softlin.progress import Progress
+
+p = snakemake.params  # noqa: F821
+o = snakemake.output  # noqa: F821
+log = Progress(snakemake.log[0], "c2 figure")  # noqa: F821
+metrics = load_json(snakemake.input.metrics)  # noqa: F821
+plots.c2_gradients(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.trajectory),  # noqa: F821
+                   metrics, p.preset, p.protocol, p.seed_log_slope, o.gaps, o.gaps_pdf)
+plots.c2_threshold(metrics, p.preset, p.protocol, o.sweep, o.sweep_pdf)
+log("done")

@@ -1,0 +1,14 @@
+"""C2 rule c2_verdict: predeclared criteria on the C2 metrics."""
+from softlin import verdict
+from softlin.io import load_json
+from softlin.progress import Progress
+
+p = snakemake.params  # noqa: F821
+log = Progress(snakemake.log[0], "c2 verdict")  # noqa: F821
+metrics = load_json(snakemake.input.metrics)  # noqa: F821
+title = f"gradient concentration and its stability along training (preset {p.preset})"
+verdicts = verdict.write("c2", title, list(p.criteria), metrics, snakemake.output.json,  # noqa: F821
+                         snakemake.output.md)  # noqa: F821
+verdict.write_html(snakemake.output.html, "c2", title, verdicts)  # noqa: F821
+for v in verdicts:
+    log(f"{v['id']}: {v['status']}")

@@ -1,0 +1,31 @@
+"""C5 rule c5_metrics: test risks per L (CSV) and the criteria's metrics (JSON)."""
+import os
+
+os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from softlin.claims import c5  # noqa: E402
+from softlin.io import save_json  # noqa: E402
+from softlin.params import Params  # noqa: E402
+from softlin.progress import Progress  # noqa: E402
+
+p = snakemake.params  # noqa: F821
+log = Progress(snakemake.log[0], "c5 metrics")  # noqa: F821
+runs = {}
+for run, path in zip(p.runs, snakemake.input.runs):  # noqa: F821
+    with np.load(path) as f:
+        runs[run["model"], run["L"]] = dict(f)
+Ls = list(p.cfg["L"])
+stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
+         for m in p.cfg["models"]}
+rows = c5.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
+pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
+metrics = c5.summarize(rows, losses, p.cfg)
+metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
+                          for (m, L), k in zip(runs, losses)}
+metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}
+save_json(snakemake.output.metrics, metrics)  # noqa: F821
+log("done")
