@@ -12,7 +12,7 @@
 # byte-identical, and tears the daemons down by PID (down.sh) on every exit path.
 #
 # Fails fast: every scheduler call inside test_slurm.sh/up.sh/down.sh has its own timeout, each
-# snakemake run is limited to SLURM_CI_TIMEOUT / SLURM_CI_LOCAL_TIMEOUT seconds (default 300
+# snakemake run is limited to SLURM_CI_TIMEOUT / SLURM_CI_LOCAL_TIMEOUT seconds (default 420 / 300
 # here), and the whole thing to SLURM_SMOKE_TIMEOUT (default 1200 s) after which it gets
 # SIGTERM (its trap then stops the daemons and prints their logs).  As a last resort this
 # script runs down.sh itself on exit: it only signals the PIDs that up.sh recorded.
@@ -27,7 +27,7 @@ t_all=$(date +%s)
 log() { echo "[slurm_smoke $(date +%T)] $*" >&2; }
 
 export SLURM_TEST_DIR="${SLURM_TEST_DIR:-/tmp/slurm-ci}"
-export SLURM_CI_TIMEOUT="${SLURM_CI_TIMEOUT:-300}"
+export SLURM_CI_TIMEOUT="${SLURM_CI_TIMEOUT:-420}"
 export SLURM_CI_LOCAL_TIMEOUT="${SLURM_CI_LOCAL_TIMEOUT:-300}"
 # the copies are a fresh clone's view: no results, figures or caches of a previous run here
 export SLURM_CI_COPY_EXCLUDE="${SLURM_CI_COPY_EXCLUDE:-.git .venv .snakemake .pytest_cache results figures report.html}"
@@ -55,7 +55,8 @@ else
     || { echo "$rules" >&2; log "snakemake --list-target-rules failed"; exit 1; }
   second=""
   for c in c4 c1; do
-    if grep -qx "$c" <<<"$rules"; then second="$c"; break; fi
+    # lines read "NAME (docstring)" or "NAME"
+    if grep -Eq "^$c( |\$)" <<<"$rules"; then second="$c"; break; fi
   done
   if [ -z "$second" ]; then
     second=symbolic
