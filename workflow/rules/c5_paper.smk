@@ -33,7 +33,7 @@ rule c5_train:
     benchmark:
         benchfile("c5", "train_{c5_model}_L{c5_L}")
     message:
-        "C5: online SGD of {wildcards.c5_model} attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]})"
+        "C5: online SGD of {wildcards.c5_model} attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]}); resources: runtime={resources.runtime} min, mem_mb={resources.mem_mb}, gpu={resources.gpu}, threads={threads}"
     script:
         "../scripts/c5_train.py"
 
