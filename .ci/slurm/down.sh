@@ -86,4 +86,12 @@ if [ -n "$left" ]; then
   exit 1
 fi
 mv -f "$PIDS" "$PIDS.stopped"
+# Undo up.sh's /etc/slurm/slurm.conf link (restoring a config it moved aside): with the link
+# left behind, every later `snakemake` start has the SLURM plugin ask a dead slurmctld
+# (`scontrol show config`), which costs about 10 s.
+if [ -L /etc/slurm/slurm.conf ] && [ "$(readlink -f /etc/slurm/slurm.conf)" = "$(readlink -f "$SLURM_TEST_DIR/slurm.conf")" ]; then
+  rm -f /etc/slurm/slurm.conf
+  [ -e /etc/slurm/slurm.conf.pre-ci ] && mv -f /etc/slurm/slurm.conf.pre-ci /etc/slurm/slurm.conf
+  log "removed the /etc/slurm/slurm.conf link"
+fi
 log "all daemons stopped"
