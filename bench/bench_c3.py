@@ -110,8 +110,9 @@ def main() -> None:
         print(f"{'  rule ' + k + ' (s)':44s}{statistics.median(v):10.1f}{min(v):10.1f}{max(v):10.1f}")
     train = [sum(v[i] for k, v in per_rule.items() if k.startswith("train_")) for i in range(len(walls))]
     print(f"{'  sum of c3_train jobs (s)':44s}{statistics.median(train):10.1f}{min(train):10.1f}{max(train):10.1f}")
-    print(f"{'numpy reference, same softmax trainings (s)':44s}{statistics.median(np_times):10.1f}"
-          f"{min(np_times):10.1f}{max(np_times):10.1f}")
+    if np_times:
+        print(f"{'numpy reference, same softmax trainings (s)':44s}{statistics.median(np_times):10.1f}"
+              f"{min(np_times):10.1f}{max(np_times):10.1f}")
 
 
 if __name__ == "__main__":
