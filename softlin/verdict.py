@@ -161,3 +161,14 @@ def markdown_to_html(md: str) -> str:
 def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str = "") -> None:
     """The verdict table (and extra Markdown sections) as a standalone HTML page for the report."""
     Path(path).write_text(markdown_to_html(to_markdown(claim, title, verdicts, extra_md)))
+
+
+def publish(claim: str, title: str, criteria: list[dict], metrics, outputs, extra_md: str = "",
+            log=None) -> list[dict]:
+    """A verdict rule's whole job: ``outputs.json`` / ``.md`` / ``.html`` written, one log line per criterion."""
+    verdicts = write(claim, title, criteria, metrics, outputs.json, outputs.md, extra_md)
+    write_html(outputs.html, claim, title, verdicts, extra_md)
+    for v in verdicts:
+        if log:
+            log(f"{v['id']}: {v['status']}")
+    return verdicts

@@ -7,8 +7,5 @@ p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c1 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 title = f"output concentration of softmax(L) on linear(inf) (preset {p.preset})"
-verdicts = verdict.write("c1", title, list(p.criteria), metrics, snakemake.output.json,  # noqa: F821
-                         snakemake.output.md)  # noqa: F821
-verdict.write_html(snakemake.output.html, "c1", title, verdicts)  # noqa: F821
-for v in verdicts:
-    log(f"{v['id']}: {v['status']}")
+verdict.publish("c1", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
+                log=log)

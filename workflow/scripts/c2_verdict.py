@@ -7,8 +7,5 @@ p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c2 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 title = f"gradient concentration and its stability along training (preset {p.preset})"
-verdicts = verdict.write("c2", title, list(p.criteria), metrics, snakemake.output.json,  # noqa: F821
-                         snakemake.output.md)  # noqa: F821
-verdict.write_html(snakemake.output.html, "c2", title, verdicts)  # noqa: F821
-for v in verdicts:
-    log(f"{v['id']}: {v['status']}")
+verdict.publish("c2", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
+                log=log)

@@ -22,8 +22,5 @@ if p.compare_seed_log:
                      "all": [{"measured": "seed_log.n_mismatch", "op": "==", "value": 0}]})
     extra = seedlog.to_markdown(rows)
 title = f"transfer of the optimisation analysis (preset {p.preset})"
-verdicts = verdict.write("c3", title, criteria, metrics, snakemake.output.json,  # noqa: F821
-                         snakemake.output.md, extra)  # noqa: F821
-verdict.write_html(snakemake.output.html, "c3", title, verdicts, extra)  # noqa: F821
-for v in verdicts:
-    log(f"{v['id']}: {v['status']}")
+verdict.publish("c3", title, criteria, metrics, snakemake.output,  # noqa: F821
+                extra, log=log)

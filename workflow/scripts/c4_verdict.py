@@ -11,8 +11,5 @@ log = Progress(snakemake.log[0], "c4 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 extra = c4.alpha_table_md(pd.read_csv(snakemake.input.alpha).to_dict("records"))  # noqa: F821
 title = f"tractable infinite-prompt dynamics (preset {p.preset})"
-verdicts = verdict.write("c4", title, list(p.criteria), metrics, snakemake.output.json,  # noqa: F821
-                         snakemake.output.md, extra)  # noqa: F821
-verdict.write_html(snakemake.output.html, "c4", title, verdicts, extra)  # noqa: F821
-for v in verdicts:
-    log(f"{v['id']}: {v['status']}")
+verdict.publish("c4", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
+                extra, log=log)

@@ -11,8 +11,5 @@ scale = "" if not proto["scaled_down"] else (
     f"; SCALED DOWN: {proto['steps']} steps (paper 300000), lr {proto['lr']}, L = {proto['L']}")
 title = f"the paper's Sec. 6 experiment (preset {p.preset}{scale})"
 extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n")
-verdicts = verdict.write("c5", title, list(p.criteria), metrics, snakemake.output.json,  # noqa: F821
-                         snakemake.output.md, extra)  # noqa: F821
-verdict.write_html(snakemake.output.html, "c5", title, verdicts, extra)  # noqa: F821
-for v in verdicts:
-    log(f"{v['id']}: {v['status']}")
+verdict.publish("c5", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
+                extra, log=log)
