@@ -1,9 +1,15 @@
-"""On-disk cache of derivations: pickle keyed by (id, version, sympy version)."""
+"""On-disk cache of derivations: pickle keyed by (id, version, sympy version, source of symbolic/).
+
+The source digest makes any edit of a derivation, or of the tools it uses, a cache miss, so a
+stale result can never be served after the code changed (the version string need not be bumped).
+"""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
+from pathlib import Path
 
 import sympy as sp
 
@@ -14,8 +20,17 @@ def cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "softlin-symbolic")
 
 
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """sha256 of every ``symbolic/*.py`` file (names and contents, sorted by name)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def _path(did: str, version: str) -> str:
-    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}|src-{source_digest()}".encode()).hexdigest()[:16]
     return os.path.join(cache_dir(), f"{did}-{key}.pkl")
 
 

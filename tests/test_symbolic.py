@@ -258,3 +258,19 @@ def test_cli():
     assert "theta*" in out and "R_reduced" in out
     out = subprocess.run([sys.executable, "-m", "symbolic", "markdown", "S5"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
     assert "$$" in out
+
+
+def test_cache_hit_and_invalidation_on_source_change(tmp_path, monkeypatch):
+    """A second call is served from disk; a change of symbolic/'s source is a miss (no stale result)."""
+    from symbolic import cache
+    monkeypatch.setenv("SOFTLIN_SYMBOLIC_CACHE", str(tmp_path))
+    calls = []
+
+    def derive():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    assert cache.cached_call("Sx", "1", derive) == {"n": 1}
+    assert cache.cached_call("Sx", "1", derive) == {"n": 1} and len(calls) == 1
+    monkeypatch.setattr(cache, "source_digest", lambda: "edited")
+    assert cache.cached_call("Sx", "1", derive) == {"n": 2}
