@@ -204,3 +204,40 @@ def test_summarize_and_plateau():
     assert abs(c5.plateau_drop(1 + 0.001 * rng.normal(size=1000), 0.1)) < 0.01
     y = np.linspace(2.0, 1.0, 1000)
     assert c5.plateau_drop(y, 0.1) == pytest.approx(0.1 * 1.0 / 1.05, rel=0.02)
+
+
+def test_grouped_lengths_step_uses_prefix_of_the_padded_draw():
+    """A vmapped group (Ls = [7, 12], prompts drawn at 12): one step of run 0 equals the loss and
+    SGD step on its own step's batch cut to its first 7 tokens by slicing (not by the kernels'
+    mask); run 1 (L = L_pad) equals the ungrouped single-run step."""
+    task = _task()
+    Ls, k, lr, n = [7, 12], 5, 1e-2, 16
+    p = online.init_params("qkvo", 3, 5)
+    keys = [online.root_key(9, L) for L in Ls]
+    st = online.State(online._stack([p, p]), online._stack([online.opt_init(p)] * 2),
+                      jnp.asarray(k, jnp.int64))
+    sched = online.Schedule("softmax", n, max(Ls), lr, 0.0, 1, "float32")
+    tkey, tarr = online._task_static(task)
+    st1, loss = online.run_chunk(st, jnp.stack(keys), jnp.asarray(Ls, jnp.int64), tarr, sched, tkey, 1)
+    for i, L in enumerate(Ls):
+        b = online.sample_batch(online.step_key(keys[i], k), n, max(Ls), task)
+        cut = b._replace(zT=b.zT[:, :, :L])
+        ref_loss, g = jax.value_and_grad(lambda q: online.mse("softmax", q, cut, L))(p)
+        np.testing.assert_allclose(float(loss[i, 0]), float(ref_loss), rtol=1e-12)
+        for a, p0, gg in zip(jax.tree.leaves(st1.params), jax.tree.leaves(p), jax.tree.leaves(g)):
+            np.testing.assert_allclose(np.asarray(a)[i], np.asarray(p0 - lr * gg), rtol=1e-12, atol=1e-15)
+
+
+def test_train_run_group_and_split():
+    """train_run of a group writes one array per L; split_runs gives each L its own run; the member
+    at the group's largest L is the same run as training that L alone (same stream, to rounding)."""
+    cfg = dict(d=5, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
+               parametrisation="qkvo", rng_impl="threefry2x32", seed=3, init_seed=0, steps=40,
+               batch=8, lr=1e-2, momentum=0.0, log_every=10, chunk=20, sample_dtype="float32")
+    group = c5.split_runs(c5.train_run(cfg, "linear", [6, 11]))
+    alone = c5.split_runs(c5.train_run(cfg, "linear", [11]))
+    assert sorted(group) == [6, 11] and list(alone) == [11]
+    assert group[6]["U"].shape == (D, D) and group[6]["loss"].shape == (4,)
+    np.testing.assert_allclose(group[11]["U"], alone[11]["U"], rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(group[11]["loss"], alone[11]["loss"], rtol=1e-11)
+    assert not np.allclose(group[6]["U"], group[11]["U"])

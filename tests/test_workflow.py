@@ -99,3 +99,20 @@ def test_bad_config_rejected_before_any_job(tmp_path, override, key):
     assert proc.returncode != 0
     assert key in text, text[-2000:]
     assert not (repo / "results").exists()
+
+
+def test_paper_preset_plans_38_trainings_and_groups_on_request(tmp_path):
+    """SPEC/issue: `snakemake c5 --config preset=paper` plans one training job per (model, L): 38;
+    c5.L_per_job = 5 (typed from --config) groups them into 2 x ceil(19 / 5) = 8 jobs."""
+    repo = copy_repo(tmp_path)
+    assert planned(smk(repo, "c5", "-n", "--config", "preset=paper"))["c5_train"] == 38
+    jobs = planned(smk(repo, "c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"))
+    assert jobs["c5_train"] == 8
+
+
+def test_c5_test_set_change_reruns_no_training(built):
+    """A larger C5 test set (typed from --config) reruns the evaluation and what reads it, no training."""
+    before = planned(smk(built, "-n", "--config", "preset=smoke"))  # other tests may have left work
+    jobs = planned(smk(built, "-n", "--config", "preset=smoke", "c5={eval: {n_test: 2048}}"))
+    assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
+    assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "all"}, jobs

@@ -26,17 +26,26 @@ def task_of(cfg: dict) -> online.Task:
                             cfg.get("w_var"), cfg["covariance_mode"])
 
 
-def train_run(cfg: dict, model: str, L: int, checkpoint=None, progress=None) -> dict:
-    """Online SGD of one (model, L); numpy arrays for the run's ``.npz``."""
-    out = online.train(model, [L], task_of(cfg), parametrisation=cfg["parametrisation"],
+def train_run(cfg: dict, model: str, Ls, checkpoint=None, progress=None) -> dict:
+    """Online SGD of ``model`` at each prompt length of ``Ls`` (one compiled program for the group);
+    numpy arrays for the job's ``.npz``, per-run ones with a leading axis over ``Ls``."""
+    Ls = [int(L) for L in Ls]
+    out = online.train(model, Ls, task_of(cfg), parametrisation=cfg["parametrisation"],
                        seed=cfg["seed"], init_seed=cfg["init_seed"], steps=cfg["steps"],
                        batch=cfg["batch"], lr=cfg["lr"], momentum=cfg["momentum"],
                        log_every=cfg["log_every"], chunk=cfg["chunk"],
                        sample_dtype=cfg["sample_dtype"], rng_impl=cfg["rng_impl"],
                        checkpoint=checkpoint, progress=progress)
-    return {"U": out["uv"].U[0], "v": out["uv"].v[0], "loss": out["loss"][0],
+    return {"L": np.asarray(Ls), "U": out["uv"].U, "v": out["uv"].v, "loss": out["loss"],
             "loss_step": out["loss_step"], "steps": out["step"], "steps_per_s": out["steps_per_s"],
-            **{f"raw_{i}": np.asarray(x)[0] for i, x in enumerate(jax.tree.leaves(out["params"]))}}
+            **{f"raw_{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(out["params"]))}}
+
+
+def split_runs(job: dict) -> dict:
+    """A training job's arrays (:func:`train_run`, read back) -> ``{L: that run's arrays}``."""
+    shared = ("loss_step", "steps", "steps_per_s")
+    return {int(L): {k: (v if k in shared else v[i]) for k, v in job.items() if k != "L"}
+            for i, L in enumerate(job["L"])}
 
 
 def _make_eval(task: online.Task, n: int, l_max: int):

@@ -1,28 +1,30 @@
 # C5 - the paper's Sec. 6 experiment: online SGD of softmax and linear attention (one head, the
 # authors' QKVO parametrisation or (U, v)) at every prompt length L, test risk against L with
-# baselines: train (one job per model x L) -> metrics -> figure -> verdict.
+# baselines: train (one job per model x group of c5.L_per_job prompt lengths, default 1) -> metrics
+# -> figure -> verdict.
 C5 = config["c5"]
-C5_RUNS = [(m, L) for m in C5["models"] for L in C5["L"]]
+C5_JOBS = [(m, c5_group_name(Ls)) for m in C5["models"] for Ls in c5_groups()]
 
 
 wildcard_constraints:
     c5_model="softmax|linear",
-    c5_L=r"\d+",
+    c5_L=r"\d+(\+\d+)*",
 
 
 rule c5_train:
-    """Online SGD of one (model, L): fresh batches from fold_in(key, step), checkpointed every chunk."""
+    """Online SGD of one model at a group of L ('10' or '10+20'): batches from fold_in(key, step), checkpointed every chunk."""
     input:
         code=KERNEL_SOURCES + pkg("online.py", "io.py", "progress.py", "claims/c5.py"),
     output:
         "results/c5/runs/{c5_model}_L{c5_L}.npz",
     params:
         cfg=c5_train_config(),
+        Ls=lambda w: c5_group_Ls(w.c5_L),
         checkpoint=lambda w: f"results/c5/checkpoints/{w.c5_model}_L{w.c5_L}.npz",
     threads: C5["threads"]
     resources:
-        runtime=lambda w: c5_runtime_min(int(w.c5_L)),
-        mem_mb=lambda w: c5_mem_mb(int(w.c5_L)),
+        runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
+        mem_mb=lambda w: c5_mem_mb(c5_group_Ls(w.c5_L)),
         gpu=C5["gpu"],
     group:
         "c5_train"
@@ -41,14 +43,14 @@ rule c5_train:
 rule c5_metrics:
     """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
     input:
-        runs=[f"results/c5/runs/{m}_L{L}.npz" for m, L in C5_RUNS],
+        runs=[f"results/c5/runs/{m}_L{g}.npz" for m, g in C5_JOBS],
         code=KERNEL_SOURCES + pkg("online.py", "baselines.py", "io.py", "claims/c5.py"),
     output:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",
     params:
-        cfg=c5_train_config(),
-        runs=[{"model": m, "L": L} for m, L in C5_RUNS],
+        cfg=c5_metrics_config(),
+        jobs=[{"model": m, "L": c5_group_Ls(g)} for m, g in C5_JOBS],
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),

@@ -18,17 +18,38 @@ def _deep_merge(base, over):
     return out
 
 
+def _typed(value):
+    """A ``--config`` value with its scalars typed: Snakemake reads a nested value such as
+    ``c5={steps: 1000}`` with YAML's BaseLoader, which leaves every scalar a string."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if isinstance(value, str):
+        for parse in (int, float):
+            try:
+                return parse(value)
+            except ValueError:
+                pass
+        return {"true": True, "false": False, "null": None, "~": None}.get(value.lower(), value)
+    return value
+
+
 def _load_config(cfg):
-    """Defaults <- preset file <- command-line --config, then schema validation and semantic checks."""
-    cli = getattr(workflow.config_settings, "overwrite_config", None) or {}
+    """Defaults <- preset file <- --configfile files <- command-line --config, then schema
+    validation and semantic checks."""
+    settings = workflow.config_settings
+    cli = _deep_merge(getattr(settings, "overwrite_config", None) or {},
+                      _typed(dict(getattr(settings, "config", None) or {})))
     preset = cli.get("preset", cfg.get("preset", "default"))
-    merged = cfg
+    over = {}
     if preset != "default":
         path = Path(workflow.basedir) / "config" / "presets" / f"{preset}.yaml"
         if not path.exists():
             known = sorted(p.stem for p in path.parent.glob("*.yaml"))
             raise ValueError(f"config key 'preset': unknown preset {preset!r} (known: default, {', '.join(known)})")
-        merged = _deep_merge(_deep_merge(cfg, yaml.safe_load(path.read_text()) or {}), cli)
+        over = yaml.safe_load(path.read_text()) or {}
+    merged = _deep_merge(_deep_merge(cfg, over), cli)
     validate(merged, schema="../schemas/config.schema.yaml")
     _check_semantics(merged)
     return merged
@@ -183,12 +204,27 @@ def _check_semantics_c5(cfg):
 _check_semantics_c5(config)
 
 
-def c5_train_config():
-    """The C5 settings a training or metrics job reads (the config section minus the criteria)."""
+C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "parametrisation", "rng_impl")
+C5_TRAIN_KEYS = C5_TASK_KEYS + ("seed", "init_seed", "steps", "batch", "lr", "momentum", "log_every",
+                                "chunk", "sample_dtype")
+
+
+def _c5_section(keys):
     c5 = config["c5"]
-    out = {k: v for k, v in c5.items() if k != "criteria"}
+    out = {k: c5[k] for k in keys}
     out["w_var"] = c5["w_var"] if c5["w_var"] is not None else 1.0 / c5["d"]
     return out
+
+
+def c5_train_config():
+    """The C5 settings a training job reads: the task law and the optimiser, nothing else (so a
+    change of the test set, the criteria or the L list reruns no finished training)."""
+    return _c5_section(C5_TRAIN_KEYS)
+
+
+def c5_metrics_config():
+    """The C5 settings the metrics job reads: the task law, the L list, the test set, the plateau window."""
+    return _c5_section(C5_TASK_KEYS + ("L", "models", "eval", "plateau_frac"))
 
 
 def c5_step_seconds(L):
@@ -197,15 +233,31 @@ def c5_step_seconds(L):
     return (5e-4 + 1.6e-5 * L) * config["c5"]["batch"] / 128
 
 
-def c5_runtime_min(L):
-    """Minutes a c5_train job may take (1.5 x the CPU prediction + compilation, on a GPU far less)."""
-    c5 = config["c5"]
-    return 5 + int(1.5 * c5["steps"] * c5_step_seconds(L) / 60)
+def c5_groups():
+    """The prompt-length groups of the training jobs: consecutive runs of ``c5.L_per_job`` lengths."""
+    Ls, k = config["c5"]["L"], config["c5"]["L_per_job"]
+    return [Ls[i:i + k] for i in range(0, len(Ls), k)]
 
 
-def c5_mem_mb(L):
+def c5_group_name(Ls):
+    """Wildcard value of a group: '10' for one length, '10+20+30' for several."""
+    return "+".join(str(L) for L in Ls)
+
+
+def c5_group_Ls(name):
+    return [int(L) for L in name.split("+")]
+
+
+def c5_runtime_min(Ls):
+    """Minutes a c5_train job may take: 1.5 x the CPU prediction (every run of the vmapped group
+    pays for the group's largest L) + compilation; on a GPU far less."""
     c5 = config["c5"]
-    return 1500 + int(c5["batch"] * (L + 2) * (c5["d"] + 1) * 8 * 20 / 1e6)
+    return 5 + int(1.5 * c5["steps"] * len(Ls) * c5_step_seconds(max(Ls)) / 60)
+
+
+def c5_mem_mb(Ls):
+    c5 = config["c5"]
+    return 1500 + int(len(Ls) * c5["batch"] * (max(Ls) + 2) * (c5["d"] + 1) * 8 * 20 / 1e6)
 
 
 def c5_protocol():

@@ -14,9 +14,9 @@ from softlin.progress import Progress  # noqa: E402
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 metrics")  # noqa: F821
 runs = {}
-for run, path in zip(p.runs, snakemake.input.runs):  # noqa: F821
+for job, path in zip(p.jobs, snakemake.input.runs):  # noqa: F821
     with np.load(path) as f:
-        runs[run["model"], run["L"]] = dict(f)
+        runs.update({(job["model"], L): r for L, r in c5.split_runs(dict(f)).items()})
 Ls = list(p.cfg["L"])
 stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
          for m in p.cfg["models"]}

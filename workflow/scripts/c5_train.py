@@ -1,4 +1,5 @@
-"""C5 rule c5_train: online SGD of one (model, L), resuming from its checkpoint if one exists."""
+"""C5 rule c5_train: online SGD of one model at a group of prompt lengths (``L10+20``: one compiled
+program), resuming from its checkpoint if one exists."""
 import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
@@ -10,6 +11,6 @@ from softlin.progress import Progress  # noqa: E402
 p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c5 train {w.c5_model} L={w.c5_L}")  # noqa: F821
-out = c5.train_run(p.cfg, w.c5_model, int(w.c5_L), checkpoint=p.checkpoint, progress=log)
+out = c5.train_run(p.cfg, w.c5_model, p.Ls, checkpoint=p.checkpoint, progress=log)
 save_npz(snakemake.output[0], **out)  # noqa: F821
 log(f"saved ({out['steps_per_s']:.1f} steps/s after compilation)")
