@@ -322,13 +322,16 @@ def train(model: str, Ls, task: Task, *, parametrisation: str = "qkvo", seed: in
           init_seed: int = 0, steps: int, batch: int = 128, lr: float = 1e-3,
           momentum: float = 0.0, log_every: int = 100, chunk: int = 1000,
           sample_dtype: str = "float32", rng_impl: str = "threefry2x32", checkpoint=None,
-          progress=None, stop_after_chunks: int | None = None) -> dict:
+          code_version: str = "", progress=None, stop_after_chunks: int | None = None) -> dict:
     """Online SGD of ``model`` for each prompt length in ``Ls`` (one compiled program for all).
 
     Returns numpy arrays: ``params`` (the final parameters, leading axis over ``Ls``), ``uv``
     (their (U, v) image), ``loss`` (n_runs, steps / log_every), ``loss_step`` (the last step of
     each logged window), ``steps_per_s`` (of this process's chunks, compilation excluded).
-    ``stop_after_chunks`` (tests) simulates an interruption after that many chunks.
+    A checkpoint is resumed only if it was written with the same settings and ``code_version``
+    (the workflow passes a digest of the package files the job runs, so a code change restarts
+    the run instead of serving a stale state).  ``stop_after_chunks`` (tests) simulates an
+    interruption after that many chunks.
     """
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -342,7 +345,7 @@ def train(model: str, Ls, task: Task, *, parametrisation: str = "qkvo", seed: in
     fp = fingerprint(model=model, Ls=Ls, task=[task.d, task.root_prompt.tolist(),
                                                 task.root_query.tolist(), task.noise_var, task.w_var],
                      parametrisation=parametrisation, seed=seed, init_seed=init_seed,
-                     sched=sched, rng_impl=rng_impl, chunk=chunk)
+                     sched=sched, rng_impl=rng_impl, chunk=chunk, code_version=code_version)
     losses = np.zeros((len(Ls), 0))
     if checkpoint is not None:
         got = load_checkpoint(checkpoint, state, fp)

@@ -196,6 +196,16 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
     other = online.train("softmax", [9], task, checkpoint=ck, **{**kw, "lr": 2e-2})
     assert other["loss"].shape == full["loss"].shape
     assert not np.array_equal(other["loss"], full["loss"])
+    # nor does other code: a finished checkpoint of the same settings under another code version
+    # restarts from step 0 (it logs every chunk it runs; a resumed finished run logs none)
+    done = tmp_path / "done.npz"
+    online.train("softmax", [9], task, checkpoint=done, code_version="a", **kw)
+    said = []
+    online.train("softmax", [9], task, checkpoint=done, code_version="a", progress=said.append, **kw)
+    assert said and all("resumed" in m for m in said), said
+    said.clear()
+    online.train("softmax", [9], task, checkpoint=done, code_version="b", progress=said.append, **kw)
+    assert not any("resumed" in m for m in said) and sum("step" in m for m in said) == 3, said
 
 
 def test_summarize_and_plateau():

@@ -26,7 +26,7 @@ def task_of(cfg: dict) -> online.Task:
                             cfg.get("w_var"), cfg["covariance_mode"])
 
 
-def train_run(cfg: dict, model: str, Ls, checkpoint=None, progress=None) -> dict:
+def train_run(cfg: dict, model: str, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
     """Online SGD of ``model`` at each prompt length of ``Ls`` (one compiled program for the group);
     numpy arrays for the job's ``.npz``, per-run ones with a leading axis over ``Ls``."""
     Ls = [int(L) for L in Ls]
@@ -35,7 +35,7 @@ def train_run(cfg: dict, model: str, Ls, checkpoint=None, progress=None) -> dict
                        batch=cfg["batch"], lr=cfg["lr"], momentum=cfg["momentum"],
                        log_every=cfg["log_every"], chunk=cfg["chunk"],
                        sample_dtype=cfg["sample_dtype"], rng_impl=cfg["rng_impl"],
-                       checkpoint=checkpoint, progress=progress)
+                       checkpoint=checkpoint, code_version=code_version, progress=progress)
     return {"L": np.asarray(Ls), "U": out["uv"].U, "v": out["uv"].v, "loss": out["loss"],
             "loss_step": out["loss_step"], "steps": out["step"], "steps_per_s": out["steps_per_s"],
             **{f"raw_{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(out["params"]))}}

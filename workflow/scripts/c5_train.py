@@ -5,12 +5,14 @@ import os
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
 from softlin.claims import c5  # noqa: E402
-from softlin.io import save_npz  # noqa: E402
+from softlin.io import files_digest, save_npz  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
 
 p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c5 train {w.c5_model} L={w.c5_L}")  # noqa: F821
-out = c5.train_run(p.cfg, w.c5_model, p.Ls, checkpoint=p.checkpoint, progress=log)
+# a checkpoint resumes only under the same package code (the rule's code inputs) and settings
+out = c5.train_run(p.cfg, w.c5_model, p.Ls, checkpoint=p.checkpoint,
+                   code_version=files_digest(snakemake.input.code), progress=log)  # noqa: F821
 save_npz(snakemake.output[0], **out)  # noqa: F821
 log(f"saved ({out['steps_per_s']:.1f} steps/s after compilation)")
