@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -40,14 +39,6 @@ def _default(x):
     if isinstance(x, np.ndarray):
         return x.tolist()
     raise TypeError(f"not JSON serialisable: {type(x)}")
-
-
-def files_digest(paths) -> str:
-    """sha256 over the names and contents of ``paths`` (order-independent): a code version."""
-    h = hashlib.sha256()
-    for p in sorted(str(x) for x in paths):
-        h.update(Path(p).name.encode() + b"\0" + Path(p).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
 
 
 def load_json(path):

@@ -20,13 +20,18 @@ def cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "softlin-symbolic")
 
 
+def files_digest(paths) -> str:
+    """sha256 over the names and contents of ``paths`` (order-independent): a code version."""
+    h = hashlib.sha256()
+    for p in sorted(str(x) for x in paths):
+        h.update(Path(p).name.encode() + b"\0" + Path(p).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 @functools.lru_cache(maxsize=1)
 def source_digest() -> str:
-    """sha256 of every ``symbolic/*.py`` file (names and contents, sorted by name)."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """:func:`files_digest` of every ``symbolic/*.py`` file."""
+    return files_digest(Path(__file__).parent.glob("*.py"))
 
 
 def _path(did: str, version: str) -> str:

@@ -14,7 +14,8 @@ wildcard_constraints:
 rule c5_train:
     """Online SGD of one model at a group of L ('10' or '10+20'): batches from fold_in(key, step), checkpointed every chunk."""
     input:
-        code=KERNEL_SOURCES + pkg("online.py", "io.py", "progress.py", "claims/c5.py"),
+        code=KERNEL_SOURCES + pkg("online.py", "io.py", "progress.py", "claims/c5.py")
+        + [str(Path(workflow.basedir) / "symbolic" / "cache.py")],
     output:
         "results/c5/runs/{c5_model}_L{c5_L}.npz",
     params:

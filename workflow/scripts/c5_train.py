@@ -5,7 +5,8 @@ import os
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
 from softlin.claims import c5  # noqa: E402
-from softlin.io import files_digest, save_npz  # noqa: E402
+from softlin.io import save_npz  # noqa: E402
+from symbolic.cache import files_digest  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
 
 p = snakemake.params  # noqa: F821
