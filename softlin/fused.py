@@ -14,15 +14,26 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
+import socket
 import subprocess
 import sys
+import tempfile
+import uuid
 import warnings
 from pathlib import Path
 
 from ._jax import jax, jnp
 
-_SRC = Path(__file__).with_name("csrc") / "softmax_moments.cc"
-_TARGET = "softlin_softmax_moments"
+_CSRC = Path(__file__).with_name("csrc")
+_SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
+_HEADERS = ("moments.h",)
+# FFI targets of the library: (registered name, exported handler symbol)
+TARGETS = {"softmax_moments": ("softlin_softmax_moments", "SoftmaxMoments"),
+           "online_sample": ("softlin_online_sample", "OnlineSample"),
+           "online_step": ("softlin_online_step", "OnlineStep")}
+_TARGET = TARGETS["softmax_moments"][0]
+_BUILD_TIMEOUT_S = 600
 _STATE: dict = {}
 
 
@@ -32,9 +43,23 @@ def _cache_dir() -> Path:
     return Path(root) / "ffi"
 
 
+def _compile_flags() -> list[str]:
+    """Flags of the compile step.  ``-ffast-math`` is a compile-only flag here: passed at link time,
+    GCC (before 13) links ``crtfastmath.o``, whose constructor sets flush-to-zero and
+    denormals-are-zero for the whole process as soon as the library is loaded."""
+    flags = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-std=c++17", "-fPIC",
+             "-I", jax.ffi.include_dir(), "-I", str(_CSRC)]
+    if platform.machine() in ("x86_64", "AMD64"):
+        flags.append("-mprefer-vector-width=512")  # x86 only; harmless without AVX-512
+    return flags
+
+
+def _link_flags() -> list[str]:
+    return ["-shared", "-fopenmp"]  # no -ffast-math: no crtfastmath.o, MXCSR left alone
+
+
 def _flags() -> list[str]:
-    return ["-O3", "-march=native", "-mprefer-vector-width=512", "-ffast-math", "-fopenmp",
-            "-std=c++17", "-shared", "-fPIC", "-I", jax.ffi.include_dir()]
+    return _compile_flags() + ["|"] + _link_flags()
 
 
 def _cpu_id() -> str:
@@ -45,25 +70,38 @@ def _cpu_id() -> str:
         return ""
 
 
+def _run(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
+
+
 def _build() -> Path:
-    """Compile the kernel into the cache (keyed by source, flags, jaxlib version); return the .so."""
+    """Compile the kernels into the cache (keyed by sources, flags, jaxlib version, CPU); return
+    the .so.  Compile and link are separate steps (see :func:`_compile_flags`); the temporary
+    names carry host, PID and a random part, so builders sharing a cache over NFS never collide."""
     import jaxlib
 
     cxx = os.environ.get("CXX", "g++")
-    key = hashlib.sha256(_SRC.read_bytes() + " ".join([cxx, *_flags(), jaxlib.__version__,
-                                                        sys.platform, _cpu_id()]).encode()).hexdigest()[:16]
-    out = _cache_dir() / f"softmax_moments-{key}.so"
+    blob = b"".join((_CSRC / f).read_bytes() for f in (*_SOURCES, *_HEADERS))
+    key = hashlib.sha256(blob + " ".join([cxx, *_flags(), jaxlib.__version__, sys.platform,
+                                          _cpu_id()]).encode()).hexdigest()[:16]
+    out = _cache_dir() / f"softlin_kernels-{key}.so"
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        subprocess.run([cxx, *_flags(), str(_SRC), "-o", str(tmp)], check=True,
-                       capture_output=True, text=True)
-        tmp.replace(out)
+        with tempfile.TemporaryDirectory(prefix="softlin-build-") as tmpdir:
+            objs = []
+            for src in _SOURCES:
+                obj = Path(tmpdir) / f"{Path(src).stem}.o"
+                _run([cxx, *_compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
+                objs.append(str(obj))
+            tmp = out.with_name(f"{out.name}.{socket.gethostname()}.{os.getpid()}."
+                                f"{uuid.uuid4().hex[:8]}.tmp")
+            _run([cxx, *objs, *_link_flags(), "-o", str(tmp)])
+            tmp.replace(out)
     return out
 
 
 def available() -> bool:
-    """Whether the compiled CPU kernel is in use (built and registered once per process)."""
+    """Whether the compiled CPU kernels are in use (built and registered once per process)."""
     if "ok" not in _STATE:
         ok = False
         if os.environ.get("SOFTLIN_FUSED", "1") != "0":
@@ -71,15 +109,22 @@ def available() -> bool:
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 lib = ctypes.cdll.LoadLibrary(str(_build()))
-                jax.ffi.register_ffi_target(_TARGET, jax.ffi.pycapsule(lib.SoftmaxMoments),
-                                            platform="cpu")
+                for name, symbol in TARGETS.values():
+                    jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
+                                                platform="cpu")
                 ok = True
-            except (OSError, subprocess.CalledProcessError, FileNotFoundError) as err:
+            except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired,
+                    FileNotFoundError) as err:
                 detail = getattr(err, "stderr", "") or str(err)
                 warnings.warn(f"softlin: fused C++ kernel unavailable, using the XLA formula "
-                              f"({detail.strip()[:300]})", RuntimeWarning, stacklevel=2)
+                              f"({str(detail).strip()[:300]})", RuntimeWarning, stacklevel=2)
         _STATE["ok"] = ok
     return _STATE["ok"]
+
+
+def use_kernels() -> bool:
+    """The C++ kernels serve this process: CPU backend and the library built and registered."""
+    return jax.default_backend() == "cpu" and available()
 
 
 def softmax_moments_xla(U, v, zT, zq, L):
@@ -99,7 +144,7 @@ def softmax_moments_xla(U, v, zT, zq, L):
 
 def softmax_moments(U, v, zT, zq, L):
     """``(E_p[z], E_p[(v.z) z])`` per task and query over the first ``L`` tokens (L may be traced)."""
-    if jax.default_backend() == "cpu" and available():
+    if use_kernels():
         out = jax.ShapeDtypeStruct(zq.shape, jnp.float64)
         call = jax.ffi.ffi_call(_TARGET, (out, out), vmap_method="sequential")
         return call(jnp.asarray(U, jnp.float64), jnp.asarray(v, jnp.float64),

@@ -1,34 +1,30 @@
-"""C5 online training (paper Sec. 6): fresh batches drawn inside one compiled loop, resumable.
+"""C5 online training (paper Sec. 6): every run of the experiment in one compiled loop, resumable.
 
 Task (the authors' public code): covariates ``x ~ N(0, Sigma)`` in dimension ``d``, task
 ``w ~ N(0, I/d)``, labels ``y = w^T x + eps``, ``eps ~ N(0, noise_var)`` (query target included),
 prompt tokens ``z_l = (x_l, y_l)`` of size ``D = d + 1``, one query ``z_q = (x_q, 0)``.
 
-Two parametrisations of one attention head, both evaluated by softlin's shared kernels:
+Two parametrisations of one attention head, both evaluated through the shared moments:
 
 * ``qkvo`` (the authors'): ``W_Q, W_K, W_V, W_O`` (D x D each, PyTorch ``nn.Linear`` layout
   ``y = W x``, no biases), scores ``(W_K z_l)^T (W_Q z_q) / sqrt(D)``, prediction the last
   coordinate of ``W_O sum_l p_l W_V z_l`` (softmax) or of ``W_O (1/L) sum_l s_l W_V z_l`` (linear:
   no softmax, scores divided by L).  It *is* the (U, v) model with
+  ``U = W_K^T W_Q / sqrt(D)``, ``v = (W_O W_V)^T e_D`` (:func:`to_uv`); gradients reach the four
+  matrices through that map by autodiff.
+* ``uv``: Sec. 5's (U, v) trained directly (initialised at the image of the same QKVO draw).
 
-      U = W_K^T W_Q / sqrt(D),    v = (W_O W_V)^T e_D,
+Covariance modes: ``correct`` (prompt and query covariates ``C g``, ``C`` the lower Cholesky factor
+of Sigma) and ``as_in_authors_code`` (the public code: row vectors multiplied by ``C^T`` twice,
+``x = C C g``, so the prompt covariance is ``C C C^T C^T``, and the query never transformed).
 
-  since ``s_l = z_l^T W_K^T W_Q z_q / sqrt(D) = z_l^T U z_q`` and
-  ``e_D^T W_O W_V m = v^T m`` for the attention output ``m``; so :func:`to_uv` maps and the shared
-  kernels (``models.softmax_risk`` / ``fused.softmax_moments``, ``models.linear_predict`` with
-  ``Ghat_L``) do the rest; gradients reach the four matrices through the map by autodiff.
-* ``uv``: the (U, v) parameters of Sec. 5 trained directly (initialised at the image of the same
-  QKVO initialisation, so both start from the same function).
-
-Covariance modes: ``correct`` (prompt and query covariates ``Sigma^{1/2} g``) and
-``as_in_authors_code`` (the public code's behaviour: the transform applied twice to the prompt,
-``Sigma^{1/2} Sigma^{1/2} g = Sigma g``, and never to the query, ``x_q = g``).
-
-Batches: step ``k`` uses ``jax.random.fold_in(key, k)``; one ``normal`` call of shape
-(n, D, L + 2) per step gives covariates, noise and ``w`` (so any step's batch is reproducible
-directly).  The loop runs ``chunk`` steps per compiled call, logging the mean batch loss of every
-``log_every`` steps; between chunks the state (params, optimizer state, step, loss log) is
-checkpointed atomically, and a restarted job resumes from it, bit for bit.
+Batches (:mod:`softlin.stream`): with ``streams: shared`` every run, both models and every prompt
+length, trains on the same batch of each step (run ``L`` on its first ``L`` tokens): each run is
+still the paper's online SGD, and the runs share their random numbers.  ``streams: per_L`` gives
+each prompt length its own stream (both models still share it).  On the CPU one C++ pass per prompt
+draws the tokens and computes what every run's gradient needs (softmax moments, the linear runs'
+prompt second moments at all their lengths).  ``chunk`` steps run per compiled call; between chunks
+the state is checkpointed atomically and a restarted job resumes from it, bit for bit.
 """
 
 from __future__ import annotations
@@ -43,21 +39,22 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
-from . import models
-from .fused import softmax_moments
+from . import stream
 from .io import save_npz
 from .params import Params
-from .tasks import check_sigma, sqrtm_sym
+from .tasks import check_sigma
 
 MODELS = ("softmax", "linear")
 PARAMETRISATIONS = ("qkvo", "uv")
 COVARIANCE_MODES = ("correct", "as_in_authors_code")
-RNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")
+STREAMS = ("shared", "per_L")
+OPTIMIZERS = ("sgd", "adam")
+SCHEDULES = ("constant", "cosine")
 
 
-# --------------------------------------------------------------------------- task
-class Task(NamedTuple):
-    """Resolved task law: covariance roots of prompt and query covariates, noise and prior scales."""
+# --------------------------------------------------------------------------- task law
+class TaskLaw(NamedTuple):
+    """The C5 task law: covariance roots of prompt and query covariates, noise and prior variances."""
 
     d: int
     root_prompt: np.ndarray  # x_prompt = root_prompt @ g
@@ -73,69 +70,29 @@ class Task(NamedTuple):
     def sigma_query(self) -> np.ndarray:
         return self.root_query @ self.root_query.T
 
+    def law(self) -> stream.Law:
+        return stream.make_law(self.root_prompt, self.root_query, self.w_var, self.noise_var)
+
 
 def kms_sigma(d: int, rho: float) -> np.ndarray:
-    """Kac-Murdock-Szego covariance ``Sigma_ij = rho^|i-j|``."""
+    """Kac-Murdock-Szego covariance ``Sigma_ij = rho^|i-j|``; (d, d)."""
     i = np.arange(d)
     return float(rho) ** np.abs(i[:, None] - i[None, :])
 
 
 def make_task(sigma, noise_var: float, w_var: float | None = None,
-              covariance_mode: str = "correct") -> Task:
+              covariance_mode: str = "correct") -> TaskLaw:
     """The C5 task law; ``w_var`` defaults to ``1/d``."""
     s = check_sigma(sigma)
     d = s.shape[0]
     if covariance_mode not in COVARIANCE_MODES:
         raise ValueError(f"covariance_mode must be one of {COVARIANCE_MODES}, got {covariance_mode!r}")
-    root = sqrtm_sym(s)
+    C = np.linalg.cholesky(s)
     if covariance_mode == "correct":
-        rp, rq = root, root
-    else:  # the public code: transform applied twice to the prompt, never to the query
-        rp, rq = root @ root, np.eye(d)
-    return Task(d, rp, rq, float(noise_var), float(1.0 / d if w_var is None else w_var))
-
-
-class Batch(NamedTuple):
-    """One batch: tokens ``zT`` (n, D, L) (the kernels' transposed layout), ``zq`` (n, 1, D),
-    targets ``yq`` (n, 1), tasks ``w`` (n, d)."""
-
-    zT: jax.Array
-    zq: jax.Array
-    yq: jax.Array
-    w: jax.Array
-
-
-def sample_batch(key, n: int, L: int, task: Task, dtype=jnp.float32) -> Batch:
-    """``n`` fresh prompts of length ``L`` from one ``normal`` call of shape (n, d + 1, L + 2).
-
-    Layout of that call: rows ``:d`` of columns ``:L`` are the prompt covariates' standard normals,
-    column ``L`` the query's, column ``L + 1`` the task; row ``d`` of columns ``:L + 1`` the label
-    noise.  Normals are drawn in ``dtype`` (float32 by default: half the random bits) and used in
-    float64.
-    """
-    d = task.d
-    g = jax.random.normal(key, (n, d + 1, L + 2), dtype).astype(jnp.float64)
-    rp = jnp.asarray(task.root_prompt)
-    rq = jnp.asarray(task.root_query)
-    xp = jnp.einsum("ij,njl->nil", rp, g[:, :d, :L])
-    xq = g[:, :d, L] @ rq.T
-    w = g[:, :d, L + 1] * np.sqrt(task.w_var)
-    eps = g[:, d, :L + 1] * np.sqrt(task.noise_var)
-    y = jnp.einsum("nd,ndl->nl", w, xp) + eps[:, :L]
-    yq = jnp.sum(xq * w, axis=-1) + eps[:, L]
-    zT = jnp.concatenate([xp, y[:, None, :]], axis=1)
-    zq = jnp.concatenate([xq, jnp.zeros((n, 1))], axis=-1)[:, None, :]
-    return Batch(zT, zq, yq[:, None], w)
-
-
-def step_key(key, step):
-    """The key of step ``step``: ``fold_in(key, step)`` (no replay of the stream needed)."""
-    return jax.random.fold_in(key, step)
-
-
-def root_key(seed: int, L: int, impl: str = "threefry2x32"):
-    """Training stream of prompt length ``L``: shared by both models (common random numbers)."""
-    return jax.random.fold_in(jax.random.key(int(seed), impl=impl), int(L))
+        rp, rq = C, C
+    else:  # the public code: x @ C^T @ C^T on row vectors, i.e. x = C C g; the query untouched
+        rp, rq = C @ C, np.eye(d)
+    return TaskLaw(d, rp, rq, float(noise_var), float(1.0 / d if w_var is None else w_var))
 
 
 # --------------------------------------------------------------------------- parametrisations
@@ -183,108 +140,183 @@ def as_uv(p) -> Params:
     return to_uv(p) if isinstance(p, QKVO) else Params(*p)
 
 
-# --------------------------------------------------------------------------- losses (shared kernels)
-def prompt_data(b: Batch, L) -> models.PromptData:
-    return models.PromptData(b.zT, b.zq, b.yq, jnp.asarray(L, jnp.int64))
+# --------------------------------------------------------------------------- losses from a step's moments
+@jax.custom_vjp
+def softmax_output(U, v, m1, m2, zq):
+    """Softmax attention's prediction ``f = v^T E_p[z]`` from the moments at ``(U, v)``; (n,).
+
+    ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]`` (n, D) must be those of ``(U, v)``; the gradient is
+    ``df/dv = m1``, ``df/dU = (m2 - f m1) z_q^T`` (``p`` depends on ``U`` through ``s_l = z_l^T U z_q``).
+    """
+    return m1 @ v
 
 
-def moment(zT, L):
-    """``Ghat_L = (1/L) sum_{l<L} z_l z_l^T`` over the first ``L`` of the stored tokens; (n, D, D)."""
-    # an elementwise product and one fused reduction: XLA's CPU batched dot is slow for
-    # (6 x L) @ (L x 6) blocks (about 4x slower here at L = 1000, batch 128)
-    keep = (jnp.arange(zT.shape[-1]) < L).astype(zT.dtype)
-    zk = zT * keep
-    return jnp.sum(zk[:, :, None, :] * zT[:, None, :, :], axis=-1) / L
+def _softmax_output_fwd(U, v, m1, m2, zq):
+    f = m1 @ v
+    return f, (f, m1, m2, zq)
 
 
-def mse(model: str, p, b: Batch, L):
-    """Mean squared error ``mean (f - y_q)^2`` of ``model`` on a batch (first ``L`` tokens)."""
+def _softmax_output_bwd(res, ct):
+    f, m1, m2, zq = res
+    gU = jnp.einsum("n,ni,nj->ij", ct, m2 - f[:, None] * m1, zq)
+    return gU, ct @ m1, jnp.zeros_like(m1), jnp.zeros_like(m2), jnp.zeros_like(zq)
+
+
+softmax_output.defvjp(_softmax_output_fwd, _softmax_output_bwd)
+
+
+def softmax_mse(p, m1, m2, zq, yq):
+    """Mean squared error ``mean_n (f_n - y_q,n)^2`` of softmax attention (the authors' loss)."""
     uv = as_uv(p)
-    if model == "softmax":
-        return 2.0 * models.softmax_risk(uv, prompt_data(b, L))
-    return 2.0 * models.linear_risk(uv, models.MomentData(moment(b.zT, L), b.zq, b.yq))
+    return jnp.mean((softmax_output(uv.U, uv.v, m1, m2, zq) - yq) ** 2)
 
 
-def predict(model: str, p, b: Batch, L):
-    """Predictions (n,) of a trained model on a batch, via the shared kernels."""
-    uv = as_uv(p)
-    if model == "softmax":
-        m1, _ = softmax_moments(uv.U, uv.v, b.zT, b.zq, jnp.asarray(L, jnp.int64))
-        return (m1 @ uv.v)[:, 0]
-    return models.linear_predict(uv, models.MomentData(moment(b.zT, L), b.zq, b.yq))[:, 0]
+def linear_output(uv: Params, G, zq):
+    """Linear attention's prediction ``f = v^T Ghat_L U z_q``; G (n, D, D), zq (n, D) -> (n,)."""
+    return jnp.einsum("j,njk,nk->n", uv.v, G, zq @ uv.U.T)
 
 
-# --------------------------------------------------------------------------- optimizer
+def linear_mse(p, G, zq, yq):
+    """Mean squared error of linear attention on the prompts' second moments ``G``."""
+    return jnp.mean((linear_output(as_uv(p), G, zq) - yq) ** 2)
+
+
+# --------------------------------------------------------------------------- optimisers
+class Optimizer(NamedTuple):
+    """Static optimiser settings (torch semantics).  ``sgd``: ``b <- momentum b + g``,
+    ``p <- p - lr_t b``; ``adam``: torch.optim.Adam (bias-corrected moments, ``eps`` outside the
+    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``)."""
+
+    name: str = "sgd"
+    lr: float = 1e-3
+    momentum: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-8
+    schedule: str = "constant"
+    steps: int = 1
+
+
 class OptState(NamedTuple):
-    velocity: object  # pytree like the params (zeros when momentum = 0)
+    m: object  # first moment / velocity, like the params
+    v: object  # second moment (adam), like the params
 
 
 def opt_init(p) -> OptState:
-    return OptState(jax.tree.map(jnp.zeros_like, p))
+    z = jax.tree.map(jnp.zeros_like, p)
+    return OptState(z, z)
 
 
-def sgd_update(p, g, s: OptState, lr, momentum: float):
-    """``torch.optim.SGD``: ``b <- momentum b + g``; ``p <- p - lr b`` (plain SGD at momentum 0)."""
-    if momentum == 0.0:
-        return jax.tree.map(lambda a, b: a - lr * b, p, g), s
-    vel = jax.tree.map(lambda b, gg: momentum * b + gg, s.velocity, g)
-    return jax.tree.map(lambda a, b: a - lr * b, p, vel), OptState(vel)
+def learning_rate(opt: Optimizer, step):
+    """``lr_t`` at (0-based) ``step``."""
+    if opt.schedule == "cosine":
+        return opt.lr * 0.5 * (1.0 + jnp.cos(jnp.pi * step / opt.steps))
+    return jnp.asarray(opt.lr, jnp.float64)
+
+
+def opt_update(opt: Optimizer, p, g, s: OptState, step):
+    """One update at (0-based) ``step``; returns (params, state)."""
+    lr = learning_rate(opt, step)
+    if opt.name == "sgd":
+        if opt.momentum == 0.0:
+            return jax.tree.map(lambda a, b: a - lr * b, p, g), s
+        m = jax.tree.map(lambda b, gg: opt.momentum * b + gg, s.m, g)
+        return jax.tree.map(lambda a, b: a - lr * b, p, m), OptState(m, s.v)
+    t = (step + 1).astype(jnp.float64)
+    m = jax.tree.map(lambda a, gg: opt.beta1 * a + (1 - opt.beta1) * gg, s.m, g)
+    v = jax.tree.map(lambda a, gg: opt.beta2 * a + (1 - opt.beta2) * gg * gg, s.v, g)
+    c1, c2 = 1 - opt.beta1 ** t, 1 - opt.beta2 ** t
+    new = jax.tree.map(lambda a, mm, vv: a - lr * (mm / c1) / (jnp.sqrt(vv / c2) + opt.eps), p, m, v)
+    return new, OptState(m, v)
+
+
+# --------------------------------------------------------------------------- the compiled loop
+class Setup(NamedTuple):
+    """Static settings of one training program (hashable: a jit static argument).  ``soft`` and
+    ``lin`` are the prompt lengths of the softmax and linear runs (ascending)."""
+
+    soft: tuple
+    lin: tuple
+    batch: int
+    log_every: int
+    f64: bool
+    streams: str
+    seed: int
+    opt: Optimizer
 
 
 class State(NamedTuple):
-    params: object
-    opt: OptState
+    params: dict  # {"softmax": stacked params (R_s, ...), "linear": (R_l, ...)}
+    opt: dict
     step: jax.Array
 
 
-class Schedule(NamedTuple):
-    """Static training settings of one run (hashable: a jit static argument)."""
-
-    model: str
-    batch: int
-    L_pad: int
-    lr: float
-    momentum: float
-    log_every: int
-    sample_dtype: str
+def _calls(setup: Setup):
+    """The kernel calls of one step: (stream id, softmax run indices, linear run indices)."""
+    if setup.streams == "shared":
+        return [(0, list(range(len(setup.soft))), list(range(len(setup.lin))))]
+    Ls = sorted(set(setup.soft) | set(setup.lin))
+    return [(L, [i for i, a in enumerate(setup.soft) if a == L],
+             [i for i, a in enumerate(setup.lin) if a == L]) for L in Ls]
 
 
-@partial(jax.jit, static_argnames=("sched", "task_key", "n_logs"))
-def run_chunk(state: State, key, Ls, task_arrays, sched: Schedule, task_key, n_logs: int):
-    """``n_logs * log_every`` SGD steps of a group of runs (leading axis: one run per entry of ``Ls``).
+def _take(tree, idx):
+    return jax.tree.map(lambda x: x[np.asarray(idx, np.int64)], tree)
 
-    Run ``i`` trains on prompts of length ``Ls[i]`` drawn at the padded length ``L_pad`` (the
-    kernels read only the first ``Ls[i]`` tokens); with one run and ``Ls[0] == L_pad`` nothing is
-    padded.  ``key`` holds one key per run.  Returns the new state and the mean loss of every
-    ``log_every`` steps, (n_runs, n_logs).
-    """
-    task = Task(task_key[0], task_arrays[0], task_arrays[1], task_key[1], task_key[2])
-    dt = jnp.dtype(sched.sample_dtype)
 
-    def loss_one(p, k, L):
-        return mse(sched.model, p, sample_batch(k, sched.batch, sched.L_pad, task, dt), L)
+def _concat(parts, order):
+    """Concatenate per-call results and put them back in run order."""
+    inv = np.argsort(np.concatenate(order)) if order else np.zeros(0, np.int64)
+    return jax.tree.map(lambda *x: jnp.concatenate(x)[inv], *parts)
 
-    vg = jax.vmap(jax.value_and_grad(loss_one), in_axes=(0, 0, 0))
 
-    def one_step(carry):
+def losses_and_grads(params: dict, step, law: stream.Law, setup: Setup):
+    """Every run's batch loss and gradient at ``step``: ({model: (R,)}, {model: grads})."""
+    soft_v, soft_g, lin_v, lin_g, so, lo = [], [], [], [], [], []
+    vg_soft = jax.vmap(jax.value_and_grad(softmax_mse), in_axes=(0, 0, 0, None, None))
+    vg_lin = jax.vmap(jax.value_and_grad(linear_mse), in_axes=(0, 0, None, None))
+    for sid, si, li in _calls(setup):
+        ps = _take(params["softmax"], si) if si else None
+        uv = jax.vmap(as_uv)(ps) if si else Params(jnp.zeros((0, law.d + 1, law.d + 1)),
+                                                   jnp.zeros((0, law.d + 1)))
+        data = stream.step_data(law, stream.stream_key(setup.seed, sid), step, setup.batch,
+                                uv.U, uv.v, [setup.soft[i] for i in si], [setup.lin[i] for i in li],
+                                setup.f64)
+        if si:
+            v, g = vg_soft(ps, data.m1, data.m2, data.zq, data.yq)
+            soft_v.append(v), soft_g.append(g), so.append(si)
+        if li:
+            v, g = vg_lin(_take(params["linear"], li), data.G, data.zq, data.yq)
+            lin_v.append(v), lin_g.append(g), lo.append(li)
+    out_v, out_g = {}, {}
+    if so:
+        out_v["softmax"], out_g["softmax"] = _concat(soft_v, so), _concat(soft_g, so)
+    if lo:
+        out_v["linear"], out_g["linear"] = _concat(lin_v, lo), _concat(lin_g, lo)
+    return out_v, out_g
+
+
+@partial(jax.jit, static_argnames=("setup", "n_logs"))
+def run_chunk(state: State, law: stream.Law, setup: Setup, n_logs: int):
+    """``n_logs * log_every`` SGD steps of every run; returns the new state and the mean batch loss
+    of every ``log_every`` steps per run, ``{model: (R, n_logs)}``."""
+    upd = jax.vmap(lambda p, g, s, t: opt_update(setup.opt, p, g, s, t), in_axes=(0, 0, 0, None))
+
+    def one_step(_, carry):
         st, acc = carry
-        keys = jax.vmap(step_key, in_axes=(0, None))(key, st.step)
-        loss, g = vg(st.params, keys, Ls)
-        p, o = jax.vmap(lambda a, b, c: sgd_update(a, b, c, sched.lr, sched.momentum))(
-            st.params, g, st.opt)
-        return State(p, o, st.step + 1), acc + loss
+        loss, grads = losses_and_grads(st.params, st.step, law, setup)
+        params, opt = {}, {}
+        for m in st.params:
+            params[m], opt[m] = upd(st.params[m], grads[m], st.opt[m], st.step)
+        return State(params, opt, st.step + 1), {m: acc[m] + loss[m] for m in acc}
 
     def log_block(st, _):
-        st, acc = jax.lax.fori_loop(0, sched.log_every, lambda i, c: one_step(c),
-                                    (st, jnp.zeros(Ls.shape, jnp.float64)))
-        return st, acc / sched.log_every
+        zero = {m: jnp.zeros(len(setup.soft if m == "softmax" else setup.lin)) for m in st.params}
+        st, acc = jax.lax.fori_loop(0, setup.log_every, one_step, (st, zero))
+        return st, {m: a / setup.log_every for m, a in acc.items()}
 
     st, losses = jax.lax.scan(log_block, state, None, length=n_logs)
-    return st, losses.T
-
-
-def _task_static(task: Task):
-    return (task.d, task.noise_var, task.w_var), (jnp.asarray(task.root_prompt), jnp.asarray(task.root_query))
+    return st, {m: x.T for m, x in losses.items()}
 
 
 def _stack(trees):
@@ -297,9 +329,10 @@ def fingerprint(**settings) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def save_checkpoint(path, state: State, losses: np.ndarray, fp: str) -> None:
+def save_checkpoint(path, state: State, losses: dict, fp: str) -> None:
     leaves = jax.tree.leaves((state.params, state.opt))
-    save_npz(path, step=np.asarray(state.step), losses=losses, fingerprint=np.array(fp),
+    save_npz(path, step=np.asarray(state.step), fingerprint=np.array(fp),
+             **{f"loss_{m}": x for m, x in losses.items()},
              **{f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)})
 
 
@@ -312,70 +345,102 @@ def load_checkpoint(path, like: State, fp: str):
         if str(f["fingerprint"]) != fp:
             return None
         treedef = jax.tree.structure((like.params, like.opt))
-        n = treedef.num_leaves
-        params, opt = jax.tree.unflatten(treedef, [jnp.asarray(f[f"leaf{i}"]) for i in range(n)])
-        return State(params, opt, jnp.asarray(f["step"])), np.asarray(f["losses"])
+        leaves = [jnp.asarray(f[f"leaf{i}"]) for i in range(treedef.num_leaves)]
+        params, opt = jax.tree.unflatten(treedef, leaves)
+        losses = {m: np.asarray(f[f"loss_{m}"]) for m in like.params}
+        return State(params, opt, jnp.asarray(f["step"])), losses
 
 
 # --------------------------------------------------------------------------- driver
-def train(model: str, Ls, task: Task, *, parametrisation: str = "qkvo", seed: int = 0,
-          init_seed: int = 0, steps: int, batch: int = 128, lr: float = 1e-3,
-          momentum: float = 0.0, log_every: int = 100, chunk: int = 1000,
-          sample_dtype: str = "float32", rng_impl: str = "threefry2x32", checkpoint=None,
-          code_version: str = "", progress=None, stop_after_chunks: int | None = None) -> dict:
-    """Online SGD of ``model`` for each prompt length in ``Ls`` (one compiled program for all).
+def _eta(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
-    Returns numpy arrays: ``params`` (the final parameters, leading axis over ``Ls``), ``uv``
-    (their (U, v) image), ``loss`` (n_runs, steps / log_every), ``loss_step`` (the last step of
-    each logged window), ``steps_per_s`` (of this process's chunks, compilation excluded).
-    A checkpoint is resumed only if it was written with the same settings and ``code_version``
-    (the workflow passes a digest of the package files the job runs, so a code change restarts
-    the run instead of serving a stale state).  ``stop_after_chunks`` (tests) simulates an
-    interruption after that many chunks.
+
+def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", seed: int = 0,
+          init_seed: int = 0, steps: int, batch: int = 128, optimizer: Optimizer | None = None,
+          streams: str = "shared", log_every: int = 100, chunk: int = 1000,
+          sample_dtype: str = "float32", checkpoint=None, code_version: str = "", progress=None,
+          stop_after_chunks: int | None = None) -> dict:
+    """Online training of each model in ``models`` at each prompt length in ``Ls`` (one program).
+
+    Returns ``{model: {"params", "uv", "loss"}}`` (leading axis over ``Ls``; ``loss`` (len(Ls),
+    steps / log_every), the mean batch loss of each logged window) and ``loss_step`` (the last step
+    of each window), ``step``, ``steps_per_s`` (joint steps of all runs per second, compilation
+    excluded).  A checkpoint is resumed only if it was written with the same settings and
+    ``code_version`` (the workflow passes a digest of the package files the job runs).
+    ``stop_after_chunks`` (tests) simulates an interruption after that many chunks.
     """
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-    Ls = [int(L) for L in Ls]
+    models = tuple(models)
+    if not models or any(m not in MODELS for m in models):
+        raise ValueError(f"models must be a non-empty subset of {MODELS}, got {models!r}")
+    if streams not in STREAMS:
+        raise ValueError(f"streams must be one of {STREAMS}, got {streams!r}")
+    if sample_dtype not in ("float32", "float64"):
+        raise ValueError(f"sample_dtype must be float32 or float64, got {sample_dtype!r}")
+    Ls = tuple(sorted({int(L) for L in Ls}))
     if steps % chunk or chunk % log_every:
         raise ValueError(f"need log_every | chunk | steps, got {log_every}, {chunk}, {steps}")
-    sched = Schedule(model, int(batch), max(Ls), float(lr), float(momentum), int(log_every), sample_dtype)
+    opt = (optimizer or Optimizer())._replace(steps=int(steps))
+    if opt.name not in OPTIMIZERS or opt.schedule not in SCHEDULES:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, schedule one of {SCHEDULES}")
+    setup = Setup(Ls if "softmax" in models else (), Ls if "linear" in models else (), int(batch),
+                  int(log_every), sample_dtype == "float64", streams, int(seed), opt)
     p0 = init_params(parametrisation, init_seed, task.d)
-    state = State(_stack([p0] * len(Ls)), _stack([opt_init(p0)] * len(Ls)), jnp.asarray(0, jnp.int64))
-    keys = jnp.stack([root_key(seed, L, rng_impl) for L in Ls])
-    fp = fingerprint(model=model, Ls=Ls, task=[task.d, task.root_prompt.tolist(),
-                                                task.root_query.tolist(), task.noise_var, task.w_var],
-                     parametrisation=parametrisation, seed=seed, init_seed=init_seed,
-                     sched=sched, rng_impl=rng_impl, chunk=chunk, code_version=code_version)
-    losses = np.zeros((len(Ls), 0))
+    params = {m: _stack([p0] * len(Ls)) for m in models}
+    state = State(params, {m: opt_init(params[m]) for m in models}, jnp.asarray(0, jnp.int64))
+    law = task.law()
+    fp = fingerprint(task=[task.d, task.root_prompt.tolist(), task.root_query.tolist(),
+                           task.noise_var, task.w_var], parametrisation=parametrisation,
+                     init_seed=init_seed, setup=setup._replace(opt=opt._asdict()), chunk=chunk,
+                     code_version=code_version)
+    losses = {m: np.zeros((len(Ls), 0)) for m in models}
     if checkpoint is not None:
         got = load_checkpoint(checkpoint, state, fp)
         if got is not None and int(got[0].step) <= steps:
             state, losses = got
             if progress:
                 progress(f"resumed from {checkpoint} at step {int(state.step)}")
-    tkey, tarr = _task_static(task)
-    Ls_arr = jnp.asarray(Ls, jnp.int64)
     n_logs = chunk // log_every
     done_chunks, t_run, n_run = 0, 0.0, 0
     while int(state.step) < steps:
         t0 = time.perf_counter()
-        state, l = run_chunk(state, keys, Ls_arr, tarr, sched, tkey, n_logs)
-        l = np.asarray(l)
+        state, lg = run_chunk(state, law, setup, n_logs)
+        lg = {m: np.asarray(x) for m, x in lg.items()}  # waits for the chunk: progress is work done
         dt = time.perf_counter() - t0
         if done_chunks > 0:  # the first call of this process includes compilation
             t_run += dt
             n_run += chunk
-        losses = np.concatenate([losses, l], axis=1)
+        losses = {m: np.concatenate([losses[m], lg[m]], axis=1) for m in models}
         done_chunks += 1
         if checkpoint is not None:
             save_checkpoint(checkpoint, state, losses, fp)
         if progress:
-            progress(f"{model} L={Ls} step {int(state.step)}/{steps}: loss {l[:, -1].round(5).tolist()}"
-                     f" ({chunk / dt:.1f} steps/s)")
+            step = int(state.step)
+            rate = n_run / t_run if n_run else chunk / dt
+            last = "; ".join(f"{m} " + " ".join(f"L{L}:{x:.4g}" for L, x in zip(Ls, lg[m][:, -1]))
+                             for m in models)
+            progress(f"step {step}/{steps} ({rate:.1f} steps/s, ETA {_eta((steps - step) / rate)}): "
+                     f"loss {last}")
         if stop_after_chunks is not None and done_chunks >= stop_after_chunks:
             break
-    params = jax.tree.map(np.asarray, state.params)
-    uv = jax.vmap(as_uv)(state.params)
-    return {"params": params, "uv": Params(np.asarray(uv.U), np.asarray(uv.v)), "loss": losses,
-            "loss_step": np.arange(1, losses.shape[1] + 1) * log_every, "step": int(state.step),
-            "steps_per_s": (n_run / t_run) if n_run else float("nan")}
+    out = {"loss_step": np.arange(1, losses[models[0]].shape[1] + 1) * log_every,
+           "step": int(state.step), "steps_per_s": (n_run / t_run) if n_run else float("nan"),
+           "L": np.asarray(Ls)}
+    for m in models:
+        uv = jax.vmap(as_uv)(state.params[m])
+        out[m] = {"params": jax.tree.map(np.asarray, state.params[m]),
+                  "uv": Params(np.asarray(uv.U), np.asarray(uv.v)), "loss": losses[m]}
+    return out
+
+
+# --------------------------------------------------------------------------- evaluation helpers
+def predict(model: str, uv: Params, b: stream.Batch, L):
+    """Predictions (n,) of trained (U, v) on the first ``L`` tokens of a batch (test sets)."""
+    from .fused import softmax_moments
+
+    if model == "softmax":
+        m1, _ = softmax_moments(uv.U, uv.v, b.zT, b.zq[:, None, :], jnp.asarray(L, jnp.int64))
+        return m1[:, 0] @ uv.v
+    keep = (jnp.arange(b.zT.shape[-1]) < L).astype(b.zT.dtype)
+    G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
+    return linear_output(uv, G, b.zq)

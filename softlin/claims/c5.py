@@ -1,6 +1,7 @@
 """C5 — the paper's Sec. 6 experiment: trained softmax vs linear attention across prompt lengths.
 
-``train_run`` trains one (model, L) by online SGD (:mod:`softlin.online`); ``evaluate`` scores
+``train_run`` trains both models at a group of prompt lengths on one batch stream
+(:mod:`softlin.online`); ``evaluate`` scores
 every trained model and the baselines (:mod:`softlin.baselines`) on one fixed held-out test set
 (nested prompts: the length-L test prompt is the first L tokens of the longest, same queries, same
 prompts for both models); ``summarize`` turns the per-L table and the loss logs into the metrics
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import baselines, online
+from .. import baselines, online, stream
 from .._jax import jax, jnp
 from ..params import Params
 
@@ -20,52 +21,72 @@ PAIRS = {"gap": ("softmax", "linear"), "softmax_minus_ridge": ("softmax", "ridge
          "linear_minus_ridge": ("linear", "ridge")}
 
 
-def task_of(cfg: dict) -> online.Task:
+def task_of(cfg: dict) -> online.TaskLaw:
     """The task law of the C5 config section."""
     return online.make_task(online.kms_sigma(cfg["d"], cfg["kms_rho"]), cfg["noise_var"],
                             cfg.get("w_var"), cfg["covariance_mode"])
 
 
-def train_run(cfg: dict, model: str, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
-    """Online SGD of ``model`` at each prompt length of ``Ls`` (one compiled program for the group);
-    numpy arrays for the job's ``.npz``, per-run ones with a leading axis over ``Ls``."""
-    Ls = [int(L) for L in Ls]
-    out = online.train(model, Ls, task_of(cfg), parametrisation=cfg["parametrisation"],
+def optimizer_of(cfg: dict) -> online.Optimizer:
+    """The optimiser of the C5 config section (``optimizer``: name, lr, momentum, schedule, ...)."""
+    o = cfg["optimizer"]
+    return online.Optimizer(o["name"], float(o["lr"]), float(o.get("momentum", 0.0)),
+                            float(o.get("beta1", 0.9)), float(o.get("beta2", 0.999)),
+                            float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]))
+
+
+def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
+    """Online training of every model at each prompt length of ``Ls`` (one compiled program, one
+    batch stream); flat numpy arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``,
+    ``_loss``, ``_raw{i}``, leading axis over ``Ls``)."""
+    out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
                        seed=cfg["seed"], init_seed=cfg["init_seed"], steps=cfg["steps"],
-                       batch=cfg["batch"], lr=cfg["lr"], momentum=cfg["momentum"],
+                       batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
                        log_every=cfg["log_every"], chunk=cfg["chunk"],
-                       sample_dtype=cfg["sample_dtype"], rng_impl=cfg["rng_impl"],
-                       checkpoint=checkpoint, code_version=code_version, progress=progress)
-    return {"L": np.asarray(Ls), "U": out["uv"].U, "v": out["uv"].v, "loss": out["loss"],
-            "loss_step": out["loss_step"], "steps": out["step"], "steps_per_s": out["steps_per_s"],
-            **{f"raw_{i}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(out["params"]))}}
+                       sample_dtype=cfg["sample_dtype"], checkpoint=checkpoint,
+                       code_version=code_version, progress=progress)
+    arrays = {"L": out["L"], "loss_step": out["loss_step"], "steps": out["step"],
+              "steps_per_s": out["steps_per_s"]}
+    for m in cfg["models"]:
+        r = out[m]
+        arrays.update({f"{m}_U": r["uv"].U, f"{m}_v": r["uv"].v, f"{m}_loss": r["loss"],
+                       **{f"{m}_raw{i}": np.asarray(x)
+                          for i, x in enumerate(jax.tree.leaves(r["params"]))}})
+    return arrays
 
 
-def split_runs(job: dict) -> dict:
-    """A training job's arrays (:func:`train_run`, read back) -> ``{L: that run's arrays}``."""
-    shared = ("loss_step", "steps", "steps_per_s")
-    return {int(L): {k: (v if k in shared else v[i]) for k, v in job.items() if k != "L"}
-            for i, L in enumerate(job["L"])}
+def split_runs(job: dict, models) -> dict:
+    """A training job's arrays (:func:`train_run`, read back) -> ``{(model, L): that run's arrays}``."""
+    out = {}
+    for m in models:
+        for i, L in enumerate(job["L"]):
+            out[m, int(L)] = {"U": job[f"{m}_U"][i], "v": job[f"{m}_v"][i],
+                              "loss": job[f"{m}_loss"][i], "loss_step": job["loss_step"],
+                              "steps_per_s": float(job["steps_per_s"])}
+    return out
 
 
-def _make_eval(task: online.Task, n: int, l_max: int):
+def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
     """A compiled chunk evaluation: squared errors (n_L, n_predictors, n) on one test batch."""
     sp = jnp.asarray(task.sigma_prompt)
+    law = task.law()
 
     @jax.jit
-    def chunk(key, Ls, soft: Params, lin: Params):
-        b = online.sample_batch(key, n, l_max, task, jnp.float32)
-        f_opt = baselines.limit_optimum_predict(b.w, b.zq)
-        y = b.yq[:, 0]
+    def chunk(key, j, Ls, soft: Params, lin: Params):
+        b = stream.sample(law, key, j, n, l_max, f64)
+        zq = b.zq[:, None, :]
+        f_opt = baselines.limit_optimum_predict(b.w, zq)
+        y = b.yq
 
         def per_L(args):
             L, ps, pl = args
-            G = online.moment(b.zT, L)
-            preds = (online.predict("softmax", ps, b, L), online.predict("linear", pl, b, L),
-                     baselines.ridge_predict(G, b.zq, L, task.noise_var, task.w_var),
-                     baselines.gd_predict(G, b.zq, sp), f_opt,
-                     baselines.limit_predict(ps, b.w, b.zq, sp, task.noise_var),
-                     baselines.limit_predict(pl, b.w, b.zq, sp, task.noise_var))
+            keep = (jnp.arange(l_max) < L).astype(b.zT.dtype)
+            G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
+            preds = (online.predict("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
+                     baselines.ridge_predict(G, zq, L, task.noise_var, task.w_var),
+                     baselines.gd_predict(G, zq, sp), f_opt,
+                     baselines.limit_predict(ps, b.w, zq, sp, task.noise_var),
+                     baselines.limit_predict(pl, b.w, zq, sp, task.noise_var))
             return jnp.stack([(f - y) ** 2 for f in preds])
 
         return jax.lax.map(per_L, (Ls, soft, lin))
@@ -76,15 +97,17 @@ def _make_eval(task: online.Task, n: int, l_max: int):
 def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[dict]:
     """Test risks (mean squared error, standard error over test prompts) per L.
 
-    ``soft`` / ``lin``: trained (U, v) stacked over ``Ls``.  Also paired differences (same test
-    prompts) with their standard errors, and the closed-form one-step GD risk.
+    ``soft`` / ``lin``: trained (U, v) stacked over ``Ls``.  The test set is the stream of the
+    evaluation seed (independent of training), step ``j`` = test chunk ``j``, prompts at the
+    largest L (nested).  Also paired differences (same test prompts) with their standard errors,
+    and the closed-form one-step GD risk.
     """
     task = task_of(cfg)
     ev = cfg["eval"]
     n, n_chunks = ev["chunk"], ev["n_test"] // ev["chunk"]
     l_max = max(Ls)
-    fn = _make_eval(task, n, l_max)
-    key = jax.random.key(ev["seed"], impl=cfg["rng_impl"])
+    fn = _make_eval(task, n, l_max, cfg["sample_dtype"] == "float64")
+    key = stream.stream_key(ev["seed"], 0)
     Ls_j = jnp.asarray(Ls, jnp.int64)
     soft = Params(jnp.asarray(soft.U), jnp.asarray(soft.v))
     lin = Params(jnp.asarray(lin.U), jnp.asarray(lin.v))
@@ -94,7 +117,7 @@ def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[di
     d2 = {k: np.zeros(len(Ls)) for k in PAIRS}
     idx = {p: i for i, p in enumerate(PREDICTORS)}
     for j in range(n_chunks):
-        e = np.asarray(fn(jax.random.fold_in(key, j), Ls_j, soft, lin))  # (n_L, n_pred, n)
+        e = np.asarray(fn(key, j, Ls_j, soft, lin))  # (n_L, n_pred, n)
         s1 += e.sum(-1)
         s2 += (e ** 2).sum(-1)
         for k, (a, b) in PAIRS.items():
@@ -136,7 +159,26 @@ def plateau_drop(loss, frac: float) -> float:
     return float(-slope * k / y.mean())
 
 
-def summarize(rows: list[dict], losses: dict, cfg: dict) -> dict:
+def run_convergence(loss, loss_step, conv: dict) -> dict:
+    """Per-run convergence from the logged training loss (criterion C5c).
+
+    ``initial``: the first logged window's loss (the plateau the runs start on);
+    ``escape_step``: the first logged step at which the loss is below ``escape_frac`` x initial
+    (None: never); ``rel_drop_end``: :func:`plateau_drop` over the last ``window_frac`` of the log;
+    ``converged``: escaped and ``rel_drop_end < max_rel_drop``.
+    """
+    loss = np.asarray(loss, dtype=float)
+    initial = float(loss[0])
+    below = np.nonzero(loss < conv["escape_frac"] * initial)[0]
+    escape = int(loss_step[below[0]]) if below.size else None
+    drop = plateau_drop(loss, conv["window_frac"])
+    k = max(3, int(round(conv["window_frac"] * loss.size)))
+    return {"initial": initial, "final": float(loss[-k:].mean()), "escape_step": escape,
+            "rel_drop_end": drop,
+            "converged": bool(escape is not None and drop < conv["max_rel_drop"])}
+
+
+def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
     """Metrics of the predeclared criteria (see config ``c5.criteria``)."""
     Ls = np.array([r["L"] for r in rows])
     noise = cfg["noise_var"]
@@ -153,8 +195,13 @@ def summarize(rows: list[dict], losses: dict, cfg: dict) -> dict:
         out[m] = {"excess_rel_at_Lmax": float(exc[-1] / noise), "excess_rel_at_Lmin": float(exc[0] / noise),
                   "excess_ratio": float(exc[-1] / exc[0]) if exc[0] > 0 else float("nan"),
                   "R_at_Lmax": rows[-1][f"R_{m}"], "R_at_Lmin": rows[0][f"R_{m}"]}
-    drops = {k: plateau_drop(v, cfg["plateau_frac"]) for k, v in losses.items()}
-    out["convergence"] = {"plateau_rel_drop": drops, "plateau_rel_drop_max": float(max(drops.values())),
+    runs = {k: run_convergence(v, loss_step, cfg["convergence"]) for k, v in losses.items()}
+    bad = sorted(k for k, r in runs.items() if not r["converged"])
+    drops = {k: r["rel_drop_end"] for k, r in runs.items()}
+    out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),
+                          "unconverged": bad, "n_never_escaped": sum(r["escape_step"] is None
+                                                                     for r in runs.values()),
+                          "rel_drop_end_max": float(max(drops.values())),
                           "worst_run": max(drops, key=drops.get)}
     below = 0
     for r in rows:

@@ -1,27 +1,27 @@
 # C5 - the paper's Sec. 6 experiment: online SGD of softmax and linear attention (one head, the
 # authors' QKVO parametrisation or (U, v)) at every prompt length L, test risk against L with
-# baselines: train (one job per model x group of c5.L_per_job prompt lengths, default 1) -> metrics
-# -> figure -> verdict.
+# baselines: train (both models at a group of c5.L_per_job prompt lengths per job, default 0 = all
+# in one job, which draws each step's batch once for every run) -> metrics -> figure -> verdict.
 C5 = config["c5"]
-C5_JOBS = [(m, c5_group_name(Ls)) for m in C5["models"] for Ls in c5_groups()]
+C5_JOBS = [c5_group_name(Ls) for Ls in c5_groups()]
 
 
 wildcard_constraints:
-    c5_model="softmax|linear",
     c5_L=r"\d+(\+\d+)*",
 
 
 rule c5_train:
-    """Online SGD of one model at a group of L ('10' or '10+20'): batches from fold_in(key, step), checkpointed every chunk."""
+    """Online training of both models at a group of L ('10' or '10+20+...'): one batch stream (seed, step), checkpointed every chunk."""
     input:
-        code=KERNEL_SOURCES + pkg("online.py", "io.py", "progress.py", "claims/c5.py")
+        code=KERNEL_SOURCES + pkg("online.py", "stream.py", "csrc/online_batch.cc",
+                                  "io.py", "progress.py", "claims/c5.py")
         + [str(Path(workflow.basedir) / "symbolic" / "cache.py")],
     output:
-        "results/c5/runs/{c5_model}_L{c5_L}.npz",
+        "results/c5/runs/L{c5_L}.npz",
     params:
         cfg=c5_train_config(),
         Ls=lambda w: c5_group_Ls(w.c5_L),
-        checkpoint=lambda w: f"results/c5/checkpoints/{w.c5_model}_L{w.c5_L}.npz",
+        checkpoint=lambda w: f"results/c5/checkpoints/L{w.c5_L}.npz",
     threads: C5["threads"]
     resources:
         runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
@@ -32,11 +32,11 @@ rule c5_train:
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "train_{c5_model}_L{c5_L}"),
+        logfile("c5", "train_L{c5_L}"),
     benchmark:
-        benchfile("c5", "train_{c5_model}_L{c5_L}")
+        benchfile("c5", "train_L{c5_L}")
     message:
-        "C5: online SGD of {wildcards.c5_model} attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]}); resources: runtime={resources.runtime} min, mem_mb={resources.mem_mb}, gpu={resources.gpu}, threads={threads}"
+        "C5: online training of softmax and linear attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]}, {params.cfg[optimizer][name]} lr {params.cfg[optimizer][lr]}); resources: runtime={resources.runtime} min, mem_mb={resources.mem_mb}, gpu={resources.gpu}, threads={threads}"
     script:
         "../scripts/c5_train.py"
 
@@ -44,14 +44,15 @@ rule c5_train:
 rule c5_metrics:
     """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
     input:
-        runs=[f"results/c5/runs/{m}_L{g}.npz" for m, g in C5_JOBS],
-        code=KERNEL_SOURCES + pkg("online.py", "baselines.py", "io.py", "claims/c5.py"),
+        runs=[f"results/c5/runs/L{g}.npz" for g in C5_JOBS],
+        code=KERNEL_SOURCES + pkg("online.py", "stream.py", "csrc/online_batch.cc",
+                                  "baselines.py", "io.py", "claims/c5.py"),
     output:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",
     params:
         cfg=c5_metrics_config(),
-        jobs=[{"model": m, "L": c5_group_Ls(g)} for m, g in C5_JOBS],
+        jobs=[c5_group_Ls(g) for g in C5_JOBS],
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
@@ -87,7 +88,7 @@ rule c5_figure:
 
 
 rule c5_verdict:
-    """Predeclared criteria C5a-C5d."""
+    """Predeclared criteria C5a-C5d (C5c: every run converged; C5a/C5b INCONCLUSIVE otherwise)."""
     input:
         metrics="results/c5/c5_metrics.json",
         code=pkg("verdict.py"),

@@ -93,7 +93,8 @@ ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN
 # --------------------------------------------------------------------------- package inputs
 PKG = Path(workflow.basedir) / "softlin"
 KERNEL_SOURCES = [str(PKG / f) for f in ("__init__.py", "_jax.py", "tasks.py", "params.py", "models.py",
-                                         "fused.py", "csrc/softmax_moments.cc", "train.py")]
+                                         "fused.py", "csrc/softmax_moments.cc", "csrc/moments.h",
+                                         "train.py")]
 
 
 def pkg(*files):
@@ -197,6 +198,8 @@ def _check_semantics_c5(cfg):
         raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
     if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
         raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
+    if c5["L_per_job"] < 0:
+        raise ValueError("config key 'c5.L_per_job': must be >= 0 (0 = every L in one job)")
     if sorted(c5["models"]) != ["linear", "softmax"]:
         raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
 
@@ -204,9 +207,9 @@ def _check_semantics_c5(cfg):
 _check_semantics_c5(config)
 
 
-C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "parametrisation", "rng_impl")
-C5_TRAIN_KEYS = C5_TASK_KEYS + ("seed", "init_seed", "steps", "batch", "lr", "momentum", "log_every",
-                                "chunk", "sample_dtype")
+C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "sample_dtype")
+C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed", "steps", "batch",
+                                "optimizer", "streams", "log_every", "chunk")
 
 
 def _c5_section(keys):
@@ -223,19 +226,26 @@ def c5_train_config():
 
 
 def c5_metrics_config():
-    """The C5 settings the metrics job reads: the task law, the L list, the test set, the plateau window."""
-    return _c5_section(C5_TASK_KEYS + ("L", "models", "eval", "plateau_frac"))
+    """The C5 settings the metrics job reads: the task law, the L list, the test set, the
+    convergence rule."""
+    return _c5_section(C5_TASK_KEYS + ("L", "models", "eval", "convergence"))
 
 
-def c5_step_seconds(L):
-    """Predicted seconds per SGD step on one CPU core (measured: ~0.5 ms + 16 us per token at
-    batch 128, d = 5; bench/bench_c5.py), scaled with the batch."""
-    return (5e-4 + 1.6e-5 * L) * config["c5"]["batch"] / 128
+def c5_step_seconds(Ls):
+    """Predicted CPU seconds of one joint step of a group (both models, shared stream; measured
+    with bench/bench_c5.py: drawing the batch ~1e-5 s per token of the longest prompt, softmax
+    moments ~2.2e-6 s per token per run, at batch 128, d = 5), on one thread."""
+    c5 = config["c5"]
+    per_stream = 1 if c5["streams"] == "shared" else len(Ls)
+    draw = 1e-5 * (max(Ls) if per_stream == 1 else sum(Ls))
+    return (5e-4 + draw + 2.2e-6 * sum(Ls)) * c5["batch"] / 128
 
 
 def c5_groups():
-    """The prompt-length groups of the training jobs: consecutive runs of ``c5.L_per_job`` lengths."""
+    """The prompt-length groups of the training jobs: consecutive runs of ``c5.L_per_job``
+    lengths (0: all lengths in one job, the layout that draws each batch once)."""
     Ls, k = config["c5"]["L"], config["c5"]["L_per_job"]
+    k = k or len(Ls)
     return [Ls[i:i + k] for i in range(0, len(Ls), k)]
 
 
@@ -249,22 +259,22 @@ def c5_group_Ls(name):
 
 
 def c5_runtime_min(Ls):
-    """Minutes a c5_train job may take: 1.5 x the CPU prediction (every run of the vmapped group
-    pays for the group's largest L) + compilation; on a GPU far less."""
+    """Minutes a c5_train job may take: 1.5 x the CPU prediction on the job's threads +
+    compilation; on a GPU far less."""
     c5 = config["c5"]
-    return 5 + int(1.5 * c5["steps"] * len(Ls) * c5_step_seconds(max(Ls)) / 60)
+    return 5 + int(1.5 * c5["steps"] * c5_step_seconds(Ls) / c5["threads"] / 60)
 
 
 def c5_mem_mb(Ls):
     c5 = config["c5"]
-    return 1500 + int(len(Ls) * c5["batch"] * (max(Ls) + 2) * (c5["d"] + 1) * 8 * 20 / 1e6)
+    return 1500 + int(c5["batch"] * (max(Ls) + 2) * (c5["d"] + 2) * 8 * 4 / 1e6)
 
 
 def c5_protocol():
     """What the figure and the verdict print about the run."""
     c5 = config["c5"]
-    keys = ("d", "kms_rho", "noise_var", "covariance_mode", "parametrisation", "batch", "lr", "momentum",
-            "steps", "L", "scaled_down", "sample_dtype", "rng_impl")
+    keys = ("d", "kms_rho", "noise_var", "covariance_mode", "parametrisation", "batch", "optimizer",
+            "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype")
     out = {k: c5[k] for k in keys}
     out["n_test"] = c5["eval"]["n_test"]
     return out

@@ -14,16 +14,16 @@ from softlin.progress import Progress  # noqa: E402
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 metrics")  # noqa: F821
 runs = {}
-for job, path in zip(p.jobs, snakemake.input.runs):  # noqa: F821
+for path in snakemake.input.runs:  # noqa: F821
     with np.load(path) as f:
-        runs.update({(job["model"], L): r for L, r in c5.split_runs(dict(f)).items()})
+        runs.update(c5.split_runs(dict(f), p.cfg["models"]))
 Ls = list(p.cfg["L"])
 stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
          for m in p.cfg["models"]}
 rows = c5.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
-metrics = c5.summarize(rows, losses, p.cfg)
+metrics = c5.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg)
 metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
                           for (m, L), k in zip(runs, losses)}
 metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}

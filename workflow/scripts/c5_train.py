@@ -1,5 +1,5 @@
-"""C5 rule c5_train: online SGD of one model at a group of prompt lengths (``L10+20``: one compiled
-program), resuming from its checkpoint if one exists."""
+"""C5 rule c5_train: online training of both models at a group of prompt lengths (``L10+20``: one
+compiled program on one batch stream), resuming from its checkpoint if one exists."""
 import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
@@ -11,9 +11,9 @@ from softlin.progress import Progress  # noqa: E402
 
 p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
-log = Progress(snakemake.log[0], f"c5 train {w.c5_model} L={w.c5_L}")  # noqa: F821
+log = Progress(snakemake.log[0], f"c5 train L={w.c5_L}")  # noqa: F821
 # a checkpoint resumes only under the same package code (the rule's code inputs) and settings
-out = c5.train_run(p.cfg, w.c5_model, p.Ls, checkpoint=p.checkpoint,
+out = c5.train_run(p.cfg, p.Ls, checkpoint=p.checkpoint,
                    code_version=files_digest(snakemake.input.code), progress=log)  # noqa: F821
 save_npz(snakemake.output[0], **out)  # noqa: F821
-log(f"saved ({out['steps_per_s']:.1f} steps/s after compilation)")
+log(f"saved ({out['steps_per_s']:.1f} joint steps/s after compilation)")
