@@ -215,10 +215,25 @@ def c4_dynamics(flows: dict, metrics: dict, preset: str, protocol: dict, png, pd
     save(fig, png, pdf)
 
 
+def _c5_title(protocol: dict, preset: str) -> str:
+    opt = protocol["optimizer"]
+    o = f"{opt['name']} lr {opt['lr']:g}" + (f" momentum {opt['momentum']:g}" if opt.get("momentum") else "") \
+        + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "")
+    head = (f"C5 (paper Sec. 6), preset '{preset}': d = {protocol['d']}, KMS {protocol['kms_rho']}, "
+            f"noise {protocol['noise_var']}, {protocol['parametrisation']}, covariance "
+            f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps, "
+            f"{protocol['streams']} stream, {protocol['n_test']} test prompts")
+    if protocol.get("deviation"):
+        head += f"\nDEVIATION FROM THE PAPER: {protocol['deviation']}"
+    if protocol.get("scaled_down"):
+        head += f"\nSCALED DOWN: {len(protocol['L'])} prompt lengths, {protocol['steps']} steps"
+    return head
+
+
 def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
     """C5 (paper Sec. 6): test risk vs L of trained softmax / linear attention, baselines, noise
-    floor; the paired gap; the logged training losses."""
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
+    floor; the paired gap; per-run convergence (escape step, final flatness)."""
+    fig, ax = plt.subplots(1, 3, figsize=(17, 4.8))
     L = table["L"].to_numpy()
     for key, lab, c, mk in (("softmax", "softmax attention (trained)", "tab:red", "o"),
                             ("linear", "linear attention (trained)", "tab:blue", "s"),
@@ -241,29 +256,53 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
     ax[1].axhline(0, color="gray", lw=0.8)
     ax[1].set_xscale("log")
     ax[1].set_xlabel("prompt length L")
-    ax[1].set_ylabel(r"$R_{softmax} - R_{linear}$ (paired)")
+    ax[1].set_ylabel(r"$R_{softmax} - R_{linear}$ (paired, same test prompts)")
     ax[1].set_title("softmax - linear gap (C5a)")
-    cmap = plt.get_cmap("viridis")
-    Ls = sorted({int(k.split("_L")[1]) for k in metrics["loss_curves"]})
-    for k, cur in metrics["loss_curves"].items():
-        model, l = k.split("_L")
-        ax[2].plot(cur["step"], cur["loss"], lw=0.8, ls="-" if model == "softmax" else "--",
-                   color=cmap(Ls.index(int(l)) / max(1, len(Ls) - 1)),
-                   label=f"{model} L={l}" if len(Ls) <= 8 else None)
-    ax[2].set_yscale("log")
-    ax[2].set_xlabel("SGD step")
-    ax[2].set_ylabel("training loss (mean over log window)")
-    ax[2].set_title("training (solid softmax, dashed linear)")
+    runs = metrics["convergence"]["runs"]
+    steps = protocol["steps"]
+    for model, c, mk in (("softmax", "tab:red", "o"), ("linear", "tab:blue", "s")):
+        esc = [runs[f"{model}_L{x}"]["escape_step"] for x in L]
+        ok = [runs[f"{model}_L{x}"]["converged"] for x in L]
+        y = [e if e is not None else steps for e in esc]
+        ax[2].scatter(L, y, marker=mk, facecolors=[c if o else "none" for o in ok], edgecolors=c,
+                      label=f"{model} (filled: converged)")
+    ax[2].axhline(steps, color="gray", ls="--", lw=0.8, label="end of training (never escaped)")
+    ax[2].set_xscale("log")
+    ax[2].set_xlabel("prompt length L")
+    ax[2].set_ylabel("step the loss fell below half its first value")
+    ax[2].set_title(f"convergence (C5c): {metrics['convergence']['n_unconverged']} of "
+                    f"{metrics['convergence']['n_runs']} runs not converged")
     for a in ax:
         a.grid(alpha=0.3, which="both")
     ax[0].legend(fontsize=6.5)
-    ax[2].legend(fontsize=6, ncol=2)
-    note = ""
-    if protocol.get("scaled_down"):
-        note = (f"  [SCALED DOWN (preset '{preset}'): {protocol['steps']} steps (paper 300 000), "
-                f"lr {protocol['lr']}, {len(protocol['L'])} prompt lengths]")
-    fig.suptitle(f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, noise "
-                 f"{protocol['noise_var']}, {protocol['parametrisation']}, covariance "
-                 f"{protocol['covariance_mode']}, batch {protocol['batch']}, "
-                 f"{protocol['n_test']} test prompts" + note, fontsize=9)
+    ax[2].legend(fontsize=6.5)
+    fig.suptitle(_c5_title(protocol, preset), fontsize=9, y=1.02 + 0.03 * _c5_title(protocol, preset).count("\n"))
+    save(fig, png, pdf)
+
+
+def c5_training(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+    """C5: logged training loss against step for every L, one panel per model, colour = L."""
+    fig, ax = plt.subplots(1, 2, figsize=(14, 4.8), sharey=True)
+    curves = metrics["loss_curves"]
+    Ls = sorted({int(k.split("_L")[1]) for k in curves})
+    norm = matplotlib.colors.LogNorm(vmin=min(Ls), vmax=max(Ls))
+    cmap = plt.get_cmap("viridis")
+    runs = metrics["convergence"]["runs"]
+    for a, model in zip(ax, ("softmax", "linear")):
+        for x in Ls:
+            k = f"{model}_L{x}"
+            cur = curves[k]
+            a.plot(cur["step"], cur["loss"], lw=0.9, color=cmap(norm(x)))
+            e = runs[k]["escape_step"]
+            if e is not None:
+                a.plot([e], [np.interp(e, cur["step"], cur["loss"])], "k|", ms=8)
+        a.axhline(metrics["R_inf_exact"], color="k", lw=0.8, ls=":", label="noise floor")
+        a.set_yscale("log")
+        a.set_xlabel("training step")
+        a.set_title(f"{model} attention (|: escape step)")
+        a.grid(alpha=0.3, which="both")
+        a.legend(fontsize=7)
+    ax[0].set_ylabel(f"training loss (mean over {protocol.get('log_every', '')} steps)")
+    fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="prompt length L")
+    fig.suptitle(_c5_title(protocol, preset), fontsize=9, y=1.02 + 0.03 * _c5_title(protocol, preset).count("\n"))
     save(fig, png, pdf)

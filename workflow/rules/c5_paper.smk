@@ -76,6 +76,8 @@ rule c5_figure:
     output:
         png=report("figures/c5_risk_vs_L.png", category="C5 Sec. 6 experiment", caption="../report/c5_risk_vs_L.rst"),
         pdf="figures/c5_risk_vs_L.pdf",
+        training_png=report("figures/c5_training.png", category="C5 Sec. 6 experiment", caption="../report/c5_training.rst"),
+        training_pdf="figures/c5_training.pdf",
     params:
         preset=PRESET,
         protocol=c5_protocol(),

@@ -274,7 +274,7 @@ def c5_protocol():
     """What the figure and the verdict print about the run."""
     c5 = config["c5"]
     keys = ("d", "kms_rho", "noise_var", "covariance_mode", "parametrisation", "batch", "optimizer",
-            "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype")
+            "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every", "description")
     out = {k: c5[k] for k in keys}
     out["n_test"] = c5["eval"]["n_test"]
     return out

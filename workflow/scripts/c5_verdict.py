@@ -7,9 +7,18 @@ p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 proto = p.protocol
-scale = "" if not proto["scaled_down"] else (
-    f"; SCALED DOWN: {proto['steps']} steps (paper 300000), lr {proto['lr']}, L = {proto['L']}")
-title = f"the paper's Sec. 6 experiment (preset {p.preset}{scale})"
-extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n")
+notes = []
+if proto.get("deviation"):
+    notes.append(f"DEVIATION FROM THE PAPER: {proto['deviation']}")
+if proto.get("scaled_down"):
+    notes.append(f"SCALED DOWN: {proto['steps']} steps, L = {proto['L']}")
+title = f"the paper's Sec. 6 experiment (preset {p.preset}{'; ' if notes else ''}{'; '.join(notes)})"
+conv = metrics["convergence"]
+rows = ["| run | first loss | final loss | escape step | end drop | converged |", "|---|---|---|---|---|---|"]
+for k, r in conv["runs"].items():
+    rows.append(f"| {k} | {r['initial']:.4g} | {r['final']:.4g} | {r['escape_step'] if r['escape_step'] is not None else 'never'}"
+                f" | {r['rel_drop_end']:.3g} | {'yes' if r['converged'] else 'NO'} |")
+extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\n"
+         "Per-run convergence (C5c):\n\n" + "\n".join(rows) + "\n")
 verdict.publish("c5", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
                 extra, log=log)
