@@ -1,141 +1,99 @@
-"""Benchmark of the C5 online-SGD step (not a test): full rate, model-only rate, sampling-only rate.
+"""Benchmark of C5's training (not a test): joint steps/s of the whole experiment, side by side.
 
-    .venv/bin/python bench/bench_c5.py [--L 1000] [--batch 128] [--steps 400] [--repeats 3]
-                                       [--models softmax linear] [--group 1] [--threads N]
+    .venv/bin/python bench/bench_c5.py [--steps 200] [--threads 1 2] [--preset-L paper|default]
 
-Rates are steps per second of the same compiled loop (``softlin.online``), measured after a
-warm-up call that compiles it:
-  full      sampling a fresh batch from ``fold_in(key, step)`` + forward/backward + SGD update;
-  model     the same step on one batch sampled before the loop (no sampling inside; the batch
-            is multiplied by (1 + 1e-300 i) == 1 so XLA cannot hoist it out of the loop);
-  sampling  only the batch sampler (its output reduced to a scalar so nothing is elided);
-for each sampler variant (normals drawn in float32 or float64; threefry / rbg / unsafe_rbg keys).
-``--group G`` also times one compiled program training G prompt lengths at once (vmapped, padded
-to the largest; the GPU layout of the paper preset).  Best of ``repeats``; on a shared machine
-timings are noisy.  The fused kernel alone (128 tasks, Q = 1, D = 6, L) is timed first.
+One *joint step* advances every run of the experiment by one step (38 runs for the paper: both
+models at 19 prompt lengths, one shared batch of 128 prompts).  Printed, per thread count:
+  joint     the compiled training loop (softlin.online.run_chunk): draw + every run's gradient +
+            update, steps/s after compilation, and the projected wall time of 300 000 steps;
+  draw      only drawing the batch (128 prompts x 1000 tokens, C++ stream kernel), and the same
+            number of standard normals from jax.random (threefry2x32, float32) for comparison;
+  softmax   the C++ step without linear runs (draw + 19 softmax moment passes);
+  authors   the authors' public PyTorch loop as measured on this machine (README): about 25
+            CPU-core-hours for the 38 runs of 300 000 steps, i.e. 12.5 h on two cores.
+Wall and CPU seconds are both printed: on a loaded machine wall time is noisy, CPU time less so.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+PAPER_L = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
+AUTHORS_CORE_HOURS = 25.0  # measured here by the issue's author: 38 runs x 300 000 steps
 
 
-def best_rate(fn, steps, repeats):
-    fn()  # compile / warm up
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return steps / best
+def child(args):
+    import numpy as np
+
+    from softlin._jax import jax, jnp
+    from softlin import online, stream
+
+    task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
+    law, key = task.law(), stream.stream_key(2025)
+    Ls, n = tuple(PAPER_L), 128
+    p0 = online.init_qkvo(0, 5)
+    uv = online.to_uv(p0)
+    U, v = jnp.stack([uv.U] * len(Ls)), jnp.stack([uv.v] * len(Ls))
+
+    def timed(fn, reps):
+        jax.block_until_ready(fn(0))
+        w, c = time.perf_counter(), time.process_time()
+        for s in range(1, reps + 1):
+            jax.block_until_ready(fn(s))
+        return (time.perf_counter() - w) / reps, (time.process_time() - c) / reps
+
+    draw = jax.jit(lambda s: stream.sample(law, key, s, n, max(Ls)).zT.sum())
+    normals = jax.jit(lambda s: jax.random.normal(jax.random.fold_in(jax.random.key(0), s),
+                                                  (n, 6, max(Ls)), jnp.float32).sum())
+    soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
+    opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
+    setup = online.Setup(Ls, Ls, n, 10, False, "shared", 2025, opt)
+    params = {m: online._stack([p0] * len(Ls)) for m in online.MODELS}
+    st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+    n_logs = max(1, args.steps // 10)
+    st, _ = online.run_chunk(st, law, setup, n_logs)
+    jax.block_until_ready(st)
+    w, c = time.perf_counter(), time.process_time()
+    st, _ = online.run_chunk(st, law, setup, n_logs)
+    jax.block_until_ready(st)
+    jw, jc = (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
+    reps = max(5, args.steps // 10)
+    dw, dc = timed(draw, reps)
+    nw, nc = timed(normals, reps)
+    sw, sc = timed(soft, reps)
+    normals_per_step = n * (max(Ls) * 6 + 11)
+    print(f"{args.threads}|{jw}|{jc}|{dw}|{dc}|{nw}|{nc}|{sw}|{sc}|{normals_per_step}", flush=True)
+    np.asarray(0)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--L", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--models", nargs="+", default=["softmax", "linear"])
-    ap.add_argument("--samplers", nargs="+", default=["float32:threefry2x32", "float64:threefry2x32",
-                                                       "float32:rbg", "float32:unsafe_rbg"])
-    ap.add_argument("--group", type=int, default=1, help="also time G prompt lengths in one program")
-    ap.add_argument("--threads", type=int, default=None, help="XLA CPU threads (sets XLA_FLAGS)")
+    ap.add_argument("--steps", type=int, default=200, help="timed joint steps (after a warm-up chunk)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.threads:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   f" --xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={args.threads}")
-        os.environ["OMP_NUM_THREADS"] = str(args.threads)
-
-    from softlin._jax import jax, jnp
-    from softlin import fused, online
-
-    task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
-    tkey, tarr = online._task_static(task)
-    L, n, steps = args.L, args.batch, args.steps
-    print(f"backend {jax.default_backend()}, devices {jax.devices()}, fused C++ kernel: {fused.available()}")
-    print(f"C5 step: batch {n}, L = {L}, d = 5 (D = 6), one query; {steps} steps per timing, best of {args.repeats}")
-
-    # fused kernel alone
-    p = online.to_uv(online.init_qkvo(0, 5))
-    b = online.sample_batch(jax.random.key(0), n, L, task)
-    Lj = jnp.asarray(L, jnp.int64)
-    k1 = jax.jit(lambda U, v, zT, zq: fused.softmax_moments(U, v, zT, zq, Lj))
-    k2 = jax.jit(lambda U, v, zT, zq: fused.softmax_moments_xla(U, v, zT, zq, Lj))
-    for name, k in (("fused C++", k1), ("pure XLA", k2)):
-        def f(k=k):
-            for _ in range(50):
-                out = k(p.U, p.v, b.zT, b.zq)
-            jax.block_until_ready(out)
-        r = best_rate(f, 50, args.repeats)
-        print(f"  softmax_moments ({name}, {n} tasks, Q = 1, L = {L}): {1e3 / r:.3f} ms per call")
-
+    if args.child:
+        args.threads = int(os.environ["OMP_NUM_THREADS"])
+        return child(args)
     rows = []
-    for spec in args.samplers:
-        dtype, impl = spec.split(":")
-        for model in args.models:
-            sched = online.Schedule(model, n, L, 1e-3, 0.0, steps, dtype)
-            p0 = online.init_params("qkvo", 0, 5)
-            st = online.State(online._stack([p0]), online._stack([online.opt_init(p0)]),
-                              jnp.asarray(0, jnp.int64))
-            keys = jnp.stack([online.root_key(0, L, impl)])
-            Ls = jnp.asarray([L], jnp.int64)
-            full = best_rate(lambda: jax.block_until_ready(
-                online.run_chunk(st, keys, Ls, tarr, sched, tkey, 1)), steps, args.repeats)
-
-            fixed = online.sample_batch(keys[0], n, L, online.Task(tkey[0], *tarr, tkey[1], tkey[2]),
-                                        jnp.dtype(dtype))
-
-            @jax.jit
-            def model_only(p, fixed=fixed, model=model):
-                def body(i, q):
-                    # (1 + 1e-300 i) == 1 exactly: the same batch, but not loop-invariant for XLA
-                    bb = fixed._replace(zT=fixed.zT * (1.0 + 1e-300 * i))
-                    g = jax.grad(lambda pp: online.mse(model, pp, bb, Ls[0]))(q)
-                    return jax.tree.map(lambda a, c: a - 1e-3 * c, q, g)
-                return jax.lax.fori_loop(0, steps, body, p)
-
-            mrate = best_rate(lambda: jax.block_until_ready(model_only(p0)), steps, args.repeats)
-
-            @jax.jit
-            def sample_only(key, dtype=dtype):
-                t = online.Task(tkey[0], *tarr, tkey[1], tkey[2])
-
-                def body(i, acc):
-                    bb = online.sample_batch(online.step_key(key, i), n, L, t, jnp.dtype(dtype))
-                    return acc + jnp.sum(bb.zT) + jnp.sum(bb.zq) + jnp.sum(bb.yq)
-                return jax.lax.fori_loop(0, steps, body, 0.0)
-
-            srate = best_rate(lambda: jax.block_until_ready(sample_only(keys[0])), steps, args.repeats)
-            rows.append((model, spec, full, mrate, srate))
-            print(f"  {model:8s} {spec:22s} full {full:8.1f}  model-only {mrate:8.1f}  "
-                  f"sampling-only {srate:8.1f} steps/s", flush=True)
-
-    print()
-    print(f"| model | sampler (normals dtype : key impl) | full steps/s | model-only steps/s | sampling-only steps/s |")
-    print("|---|---|---|---|---|")
-    for model, spec, full, mrate, srate in rows:
-        print(f"| {model} | {spec} | {full:.1f} | {mrate:.1f} | {srate:.1f} |")
-    print("Reference (issue text, authors' PyTorch code on this machine, softmax, L = 1000, batch 128, "
-          "sampling included): 37 steps/s (1 thread), 54 steps/s (2 threads). Target: >= 80.")
-
-    if args.group > 1:
-        Ls_g = [max(1, L * (i + 1) // args.group) for i in range(args.group)]
-        for model in args.models:
-            sched = online.Schedule(model, n, max(Ls_g), 1e-3, 0.0, steps, "float32")
-            p0 = online.init_params("qkvo", 0, 5)
-            st = online.State(online._stack([p0] * len(Ls_g)), online._stack([online.opt_init(p0)] * len(Ls_g)),
-                              jnp.asarray(0, jnp.int64))
-            keys = jnp.stack([online.root_key(0, x) for x in Ls_g])
-            r = best_rate(lambda: jax.block_until_ready(online.run_chunk(
-                st, keys, jnp.asarray(Ls_g, jnp.int64), tarr, sched, tkey, 1)), steps, args.repeats)
-            print(f"group of {len(Ls_g)} prompt lengths {Ls_g} ({model}, padded to {max(Ls_g)}): "
-                  f"{r:.1f} group steps/s = {r * len(Ls_g):.1f} run-steps/s")
+    for t in args.threads:
+        env = {**os.environ, "OMP_NUM_THREADS": str(t)}
+        out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps)],
+                             env=env, capture_output=True, text=True, check=True).stdout
+        rows.append([float(x) for x in out.strip().splitlines()[-1].split("|")])
+    print(f"C5 paper layout: 38 runs (softmax + linear at L = {PAPER_L[0]}..{PAPER_L[-1]}, 19 lengths), "
+          f"batch 128, d = 5, one shared batch per joint step")
+    print(f"{'threads':>7} | {'joint steps/s':>13} | {'CPU ms/step':>11} | {'300k steps':>10} | "
+          f"{'draw ms':>7} | {'ours Mnormal/s':>14} | {'jax.random Mnormal/s':>20} | {'draw+softmax ms':>15}")
+    for t, jw, jc, dw, dc, nw, nc, sw, sc, nps in rows:
+        print(f"{int(t):>7} | {1 / jw:>13.1f} | {1e3 * jc:>11.2f} | {300000 * jw / 60:>7.1f} min | "
+              f"{1e3 * dw:>7.2f} | {nps / dw / 1e6:>14.0f} | {nps / nw / 1e6:>20.0f} | {1e3 * sw:>15.2f}")
+    print(f"authors' PyTorch loop (measured here, per the issue): {AUTHORS_CORE_HOURS:g} CPU-core-hours "
+          f"for the 38 runs, {AUTHORS_CORE_HOURS / 2:g} h on two cores = "
+          f"{300000 / (AUTHORS_CORE_HOURS / 2 * 3600):.1f} joint steps/s")
 
 
 if __name__ == "__main__":
