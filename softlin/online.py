@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from functools import partial
 from pathlib import Path
@@ -243,6 +244,7 @@ class Setup(NamedTuple):
     streams: str
     seed: int
     opt: Optimizer
+    unroll: int = 1  # steps per loop iteration (an execution detail, not in the fingerprint)
 
 
 class State(NamedTuple):
@@ -312,7 +314,7 @@ def run_chunk(state: State, law: stream.Law, setup: Setup, n_logs: int):
 
     def log_block(st, _):
         zero = {m: jnp.zeros(len(setup.soft if m == "softmax" else setup.lin)) for m in st.params}
-        st, acc = jax.lax.fori_loop(0, setup.log_every, one_step, (st, zero))
+        st, acc = jax.lax.fori_loop(0, setup.log_every, one_step, (st, zero), unroll=setup.unroll)
         return st, {m: a / setup.log_every for m, a in acc.items()}
 
     st, losses = jax.lax.scan(log_block, state, None, length=n_logs)
@@ -383,15 +385,17 @@ def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", se
     opt = (optimizer or Optimizer())._replace(steps=int(steps))
     if opt.name not in OPTIMIZERS or opt.schedule not in SCHEDULES:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, schedule one of {SCHEDULES}")
+    # on an accelerator the loop's per-iteration overhead dominates: unroll (CPU: no gain, longer compiles)
+    unroll = 1 if jax.default_backend() == "cpu" else math.gcd(int(log_every), 10)
     setup = Setup(Ls if "softmax" in models else (), Ls if "linear" in models else (), int(batch),
-                  int(log_every), sample_dtype == "float64", streams, int(seed), opt)
+                  int(log_every), sample_dtype == "float64", streams, int(seed), opt, unroll)
     p0 = init_params(parametrisation, init_seed, task.d)
     params = {m: _stack([p0] * len(Ls)) for m in models}
     state = State(params, {m: opt_init(params[m]) for m in models}, jnp.asarray(0, jnp.int64))
     law = task.law()
     fp = fingerprint(task=[task.d, task.root_prompt.tolist(), task.root_query.tolist(),
                            task.noise_var, task.w_var], parametrisation=parametrisation,
-                     init_seed=init_seed, setup=setup._replace(opt=opt._asdict()), chunk=chunk,
+                     init_seed=init_seed, setup=setup._replace(opt=opt._asdict(), unroll=None), chunk=chunk,
                      code_version=code_version)
     losses = {m: np.zeros((len(Ls), 0)) for m in models}
     if checkpoint is not None:
