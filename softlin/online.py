@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -387,6 +388,7 @@ def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", se
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, schedule one of {SCHEDULES}")
     # on an accelerator the loop's per-iteration overhead dominates: unroll (CPU: no gain, longer compiles)
     unroll = 1 if jax.default_backend() == "cpu" else math.gcd(int(log_every), 10)
+    unroll = int(os.environ.get("SOFTLIN_UNROLL", unroll))  # 1: quicker compile for short runs
     setup = Setup(Ls if "softmax" in models else (), Ls if "linear" in models else (), int(batch),
                   int(log_every), sample_dtype == "float64", streams, int(seed), opt, unroll)
     p0 = init_params(parametrisation, init_seed, task.d)

@@ -428,7 +428,7 @@ def test_run_convergence():
     """A plateau that is left at step 400 and then flat: escape step 400 (first logged window below
     half the initial loss), converged; a run still on its plateau: never escaped, not converged,
     although flat; a run escaped but still falling: not converged."""
-    conv = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5}
+    conv = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
     step = np.arange(1, 101) * 10
     curve = np.where(step < 400, 1.0, 0.2)
     r = c5.run_convergence(curve, step, conv)
@@ -437,3 +437,6 @@ def test_run_convergence():
     assert stuck["escape_step"] is None and not stuck["converged"] and abs(stuck["rel_drop_end"]) < 1e-12
     falling = c5.run_convergence(np.linspace(1.0, 0.1, 100), step, conv)
     assert falling["escape_step"] is not None and not falling["converged"]
+    # escaped and flat, but on an intermediate plateau above a member of the class: not converged
+    assert c5.run_convergence(curve, step, conv, reference=0.15)["converged"] is False
+    assert c5.run_convergence(curve, step, conv, reference=0.195)["converged"] is True

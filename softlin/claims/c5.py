@@ -159,13 +159,16 @@ def plateau_drop(loss, frac: float) -> float:
     return float(-slope * k / y.mean())
 
 
-def run_convergence(loss, loss_step, conv: dict) -> dict:
+def run_convergence(loss, loss_step, conv: dict, reference: float | None = None) -> dict:
     """Per-run convergence from the logged training loss (criterion C5c).
 
-    ``initial``: the first logged window's loss (the plateau the runs start on);
-    ``escape_step``: the first logged step at which the loss is below ``escape_frac`` x initial
-    (None: never); ``rel_drop_end``: :func:`plateau_drop` over the last ``window_frac`` of the log;
-    ``converged``: escaped and ``rel_drop_end < max_rel_drop``.
+    ``initial``: the first logged window's loss; ``escape_step``: the first logged step at which
+    the loss is below ``escape_frac`` x initial (None: never); ``rel_drop_end``:
+    :func:`plateau_drop` over the last ``window_frac`` of the log; ``final``: the mean loss over
+    that window.  ``reference`` (linear attention): the risk of one member of the model class
+    (one-step preconditioned GD, closed form), which a converged run cannot exceed by more than
+    ``reference_tol`` (relative): flatness alone also holds on an intermediate plateau.
+    ``converged``: escaped, flat, and within the reference if there is one.
     """
     loss = np.asarray(loss, dtype=float)
     initial = float(loss[0])
@@ -173,9 +176,15 @@ def run_convergence(loss, loss_step, conv: dict) -> dict:
     escape = int(loss_step[below[0]]) if below.size else None
     drop = plateau_drop(loss, conv["window_frac"])
     k = max(3, int(round(conv["window_frac"] * loss.size)))
-    return {"initial": initial, "final": float(loss[-k:].mean()), "escape_step": escape,
-            "rel_drop_end": drop,
-            "converged": bool(escape is not None and drop < conv["max_rel_drop"])}
+    final = float(loss[-k:].mean())
+    ok = escape is not None and drop < conv["max_rel_drop"]
+    out = {"initial": initial, "final": final, "escape_step": escape, "rel_drop_end": drop}
+    if reference is not None:
+        out["reference"] = float(reference)
+        out["final_over_reference"] = final / reference
+        ok = ok and final <= (1.0 + conv["reference_tol"]) * reference
+    out["converged"] = bool(ok)
+    return out
 
 
 def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
@@ -195,7 +204,12 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
         out[m] = {"excess_rel_at_Lmax": float(exc[-1] / noise), "excess_rel_at_Lmin": float(exc[0] / noise),
                   "excess_ratio": float(exc[-1] / exc[0]) if exc[0] > 0 else float("nan"),
                   "R_at_Lmax": rows[-1][f"R_{m}"], "R_at_Lmin": rows[0][f"R_{m}"]}
-    runs = {k: run_convergence(v, loss_step, cfg["convergence"]) for k, v in losses.items()}
+    task = task_of(cfg)
+    r_gd = {int(r["L"]): baselines.gd_risk_closed(r["L"], task.sigma_prompt, task.sigma_query,
+                                                   task.noise_var, task.w_var) for r in rows}
+    runs = {k: run_convergence(v, loss_step, cfg["convergence"],
+                               r_gd[int(k.split("_L")[1])] if k.startswith("linear") else None)
+            for k, v in losses.items()}
     bad = sorted(k for k, r in runs.items() if not r["converged"])
     drops = {k: r["rel_drop_end"] for k, r in runs.items()}
     out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),

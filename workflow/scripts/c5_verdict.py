@@ -14,10 +14,12 @@ if proto.get("scaled_down"):
     notes.append(f"SCALED DOWN: {proto['steps']} steps, L = {proto['L']}")
 title = f"the paper's Sec. 6 experiment (preset {p.preset}{'; ' if notes else ''}{'; '.join(notes)})"
 conv = metrics["convergence"]
-rows = ["| run | first loss | final loss | escape step | end drop | converged |", "|---|---|---|---|---|---|"]
+rows = ["| run | first loss | final loss | escape step | end drop | final / one-step-GD risk | converged |",
+        "|---|---|---|---|---|---|---|"]
 for k, r in conv["runs"].items():
+    ref = f"{r['final_over_reference']:.3f}" if "reference" in r else "-"
     rows.append(f"| {k} | {r['initial']:.4g} | {r['final']:.4g} | {r['escape_step'] if r['escape_step'] is not None else 'never'}"
-                f" | {r['rel_drop_end']:.3g} | {'yes' if r['converged'] else 'NO'} |")
+                f" | {r['rel_drop_end']:.3g} | {ref} | {'yes' if r['converged'] else 'NO'} |")
 extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\n"
          "Per-run convergence (C5c):\n\n" + "\n".join(rows) + "\n")
 verdict.publish("c5", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
