@@ -1,0 +1,55 @@
+"""The C++ kernels' build: loading them leaves the process's floating-point state alone.
+
+Before the fix the library was linked with -ffast-math, which links GCC's crtfastmath.o: its
+constructor sets flush-to-zero / denormals-are-zero (MXCSR) for the whole process on load, and
+numpy's subnormal results in the same process turned into 0.
+"""
+import subprocess
+import sys
+
+import pytest
+
+from softlin import fused
+
+SCRIPT = r"""
+import numpy as np
+before = (np.array([1e-308]) / 100)[0]
+from softlin import fused
+assert fused.available(), "kernel not built"
+after = (np.array([1e-308]) / 100)[0]
+tiny = np.nextafter(0.0, 1.0)
+print(repr(float(before)), repr(float(after)), repr(float(np.array([tiny])[0] * 1.0)))
+"""
+
+
+def test_loading_the_kernel_keeps_subnormals():
+    if not fused.available():
+        pytest.skip("C++ kernels unavailable")
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
+    before, after, tiny = (float(x) for x in out.stdout.split())
+    assert before == 1e-310 and after == 1e-310, out.stdout
+    assert tiny == 5e-324
+
+
+def test_build_flags():
+    """-ffast-math only in the compile step, never at link time; the x86-only vector-width flag
+    only on x86."""
+    assert "-ffast-math" in fused._compile_flags()
+    assert "-ffast-math" not in fused._link_flags()
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
+        assert "-mprefer-vector-width=512" not in fused._compile_flags()
+
+
+def test_entry_point_checks_parameter_shapes():
+    """U and v of the wrong size are refused by the kernel (before it reads them)."""
+    if not fused.use_kernels():
+        pytest.skip("C++ kernels unavailable")
+    from softlin._jax import jnp
+
+    zT = jnp.ones((2, 4, 5))
+    zq = jnp.ones((2, 1, 4))
+    with pytest.raises(Exception, match="U must be"):
+        fused.softmax_moments(jnp.ones((3, 3)), jnp.ones(4), zT, zq, 5)
+    with pytest.raises(Exception, match="U must be"):
+        fused.softmax_moments(jnp.ones((4, 4)), jnp.ones(3), zT, zq, 5)
