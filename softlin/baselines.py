@@ -1,5 +1,6 @@
 """C5 baselines on the same test prompts (paper Sec. 6): Bayes posterior mean, one-step
-preconditioned GD, and the infinite-prompt limit; JAX, float64, batched over prompts.
+preconditioned GD, and the infinite-prompt limit; JAX, float64, batched over prompts.  Every closed
+form here is a lambdified result of the symbolic derivation S6 (``python -m symbolic show S6``).
 
 All take the prompt's empirical second moment ``G = Ghat_L`` (n, D, D) of the tokens
 ``z = (x, y)`` (so ``X^T X = L G[:d, :d]`` and ``X^T y = L G[:d, d]``) and the query tokens
@@ -8,54 +9,71 @@ All take the prompt's empirical second moment ``G = Ghat_L`` (n, D, D) of the to
 
 from __future__ import annotations
 
-import numpy as np
-
 from ._jax import jnp
 from . import models
 
 
+_FNS: dict = {}
+
+
+def _fn(name: str):
+    """The lambdified S6 result ``name`` (jax backend, batched over prompts), built once per process."""
+    if name not in _FNS:
+        from symbolic import export as E
+        _FNS.update(bayes=E.bayes_fns("jax"), gd=E.gd_predict_fn("jax"), gamma=E.gamma_w_noisy_fn("jax"),
+                    opt=E.limit_optimum_predict_fn("jax"), gd_risk=E.gd_risk_fn(), opt_risk=E.limit_optimum_risk_fn())
+    return _FNS[name]
+
+
 def ridge_predict(G, zq, L, noise_var: float, w_var: float):
-    """Bayes posterior mean under ``w ~ N(0, w_var I)``, noise ``noise_var`` (both known):
-    ``w_hat = (X^T X + (noise_var / w_var) I)^{-1} X^T y``; prediction ``x_q^T w_hat``; (n,)."""
+    """Bayes posterior mean under ``w ~ N(0, w_var I)``, noise ``noise_var`` (both known), symbolic S6:
+    ``x_q^T (I / w_var + L G_xx / noise_var)^{-1} L G_xy / noise_var`` (= ridge with penalty
+    ``noise_var / w_var``); (n,)."""
     d = G.shape[-1] - 1
-    XtX = L * G[:, :d, :d] + (noise_var / w_var) * jnp.eye(d)
-    Xty = L * G[:, :d, d]
-    w_hat = jnp.linalg.solve(XtX, Xty[..., None])[..., 0]
-    return jnp.sum(zq[:, 0, :d] * w_hat, axis=-1)
+    return _fn("bayes")["predict"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
+
+
+def bayes_conditional_risk(G, zq, L, noise_var: float, w_var: float):
+    """Expected squared error of :func:`ridge_predict` given the prompt and the query (symbolic S6):
+    ``noise_var + x_q^T V x_q``, ``V`` the posterior covariance; its mean over test prompts is the Bayes risk; (n,)."""
+    d = G.shape[-1] - 1
+    return _fn("bayes")["conditional_risk"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
 
 
 def gd_predict(G, zq, sigma_prompt):
-    """One step of preconditioned GD from 0: ``x_q^T Sigma^{-1} (1/L) sum_l y_l x_l``; (n,)."""
+    """One step of preconditioned GD from 0 (symbolic S6): ``x_q^T Sigma_p^{-1} (1/L) sum_l y_l x_l``; (n,)."""
     d = G.shape[-1] - 1
-    P = jnp.linalg.inv(jnp.asarray(sigma_prompt))
-    return jnp.einsum("ni,ij,nj->n", zq[:, 0, :d], P, G[:, :d, d])
+    return _fn("gd")(G[:, :d, d], zq[:, 0, :d], jnp.asarray(sigma_prompt))
 
 
 def gd_risk_closed(L, sigma_prompt, sigma_query, noise_var: float, w_var: float) -> float:
-    """Expected squared error of :func:`gd_predict` for Gaussian data (derived here):
+    """Expected squared error of :func:`gd_predict` for Gaussian data, derived in symbolic S6 (Isserlis):
 
-    with ``h = (1/L) X^T y``, ``E[h | w] = S_p w`` and, by Isserlis,
-    ``Cov(h | w) = (S_p w w^T S_p + (w^T S_p w + s2) S_p) / L``, so ``delta = S_p^{-1} h - w`` has
-    covariance ``(w w^T + (w^T S_p w + s2) S_p^{-1}) / L``; the query (``S_q``) and its noise give
-
-        E (f - y_q)^2 = s2 + (w_var tr S_q + (w_var tr S_p + s2) tr(S_q S_p^{-1})) / L.
+        E (f - y_q)^2 = s2 + (w_var tr S_q + (w_var tr S_p + s2) tr(S_p^{-1} S_q)) / L.
     """
-    Sp, Sq = np.asarray(sigma_prompt), np.asarray(sigma_query)
-    return float(noise_var + (w_var * np.trace(Sq) + (w_var * np.trace(Sp) + noise_var)
-                              * np.trace(Sq @ np.linalg.inv(Sp))) / L)
+    return _fn("gd_risk")(L, sigma_prompt, sigma_query, noise_var, w_var)
 
 
 def limit_optimum_predict(w, zq):
-    """The infinite-prompt optimum (Lemma 2.1 limit at its minimiser): ``f = w^T x_q``; its risk is
-    exactly the noise variance, in both covariance modes; (n,)."""
+    """The infinite-prompt optimum (symbolic S6: ``v^T Gamma_w U z_q`` at ``U = blockdiag(Sigma_p^{-1}/c, 0)``,
+    ``v = c e_D``): ``f = w^T x_q``; (n,)."""
     d = w.shape[-1]
-    return jnp.sum(zq[:, 0, :d] * w, axis=-1)
+    return _fn("opt")(w, zq[:, 0, :d])
+
+
+def limit_optimum_risk(noise_var: float) -> float:
+    """Risk of :func:`limit_optimum_predict` (symbolic S6): the noise variance, in both covariance modes."""
+    return _fn("opt_risk")(noise_var)
 
 
 def gamma_w_noisy(sigma_prompt, w, noise_var: float):
-    """Token covariance given ``w`` with label noise: ``[[S, S w], [w^T S, w^T S w + s2]]``."""
-    G = models.gamma_w(jnp.asarray(sigma_prompt), w)
-    return G.at[..., -1, -1].add(noise_var)
+    """Token covariance given ``w`` with label noise (symbolic S6): ``[[S, S w], [w^T S, w^T S w + s2]]``;
+    w (..., d) -> (..., d+1, d+1)."""
+    w = jnp.asarray(w)
+    d = w.shape[-1]
+    flat = jnp.reshape(w, (-1, d))
+    G = _fn("gamma")(jnp.asarray(sigma_prompt, dtype=flat.dtype), flat, noise_var)
+    return jnp.reshape(G, w.shape[:-1] + (d + 1, d + 1))
 
 
 def limit_predict(params, w, zq, sigma_prompt, noise_var: float):

@@ -36,15 +36,12 @@ def init_eq9(sigma, alpha: float | None = None) -> Params:
 
 
 def bayes_optimum(sigma) -> Params:
-    """Remark 5.2: ``U* = blockdiag(Sigma^{-1} / c, 0)``, ``v* = c e_{d+1}``, ``c = tr(Sigma^{-2})^{1/4}``."""
+    """Remark 5.2: ``U* = blockdiag(Sigma^{-1} / c, 0)``, ``v* = c e_{d+1}``, ``c = tr(Sigma^{-2})^{1/4}``, the
+    optimum solved for by sympy (symbolic S2, lambdified)."""
+    from symbolic.export import bayes_optimum_fn
+
     s = check_sigma(sigma)
-    d = s.shape[0]
-    inv = np.linalg.inv(s)
-    c = np.trace(inv @ inv) ** 0.25
-    U = np.zeros((d + 1, d + 1))
-    U[:d, :d] = inv / c
-    v = np.zeros(d + 1)
-    v[d] = c
+    U, v = bayes_optimum_fn()(s)
     return Params(U, v)
 
 

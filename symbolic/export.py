@@ -124,39 +124,166 @@ def euler_defect_fn(backend: str = "numpy"):
 
 
 def beta_fn():
-    """S5: lambda_max(M) -> beta = min(1/2, 1/(4 lambda_max)) (numpy)."""
+    """S5: lambda_max(M) -> beta = min(1/2, 1/(4 lambda_max)) (numpy), the derived piecewise exponent."""
     from .s5_threshold import lam
-    beta = core.get("S5").results["beta"]
-    return lambda lmax: float(beta.subs(lam, sp.Float(float(lmax), 17)))
+    f = lambdify_result("S5", "beta", (lam,), "numpy")
+    return lambda lmax: float(f(float(lmax)))
+
+
+def _s5_args():
+    from .s1_tilt import d
+    return sp.MatrixSymbol("A", d, d), sp.MatrixSymbol("Sigma", d, d), d
 
 
 def threshold_M(A, Sigma) -> float:
-    """S5: lambda_max(M), M = Sigma^(1/2) A^T Sigma A Sigma^(1/2) (= Sigma^(1/2) A Sigma A Sigma^(1/2), A symmetric)."""
-    A, Sigma = np.asarray(A, float), np.asarray(Sigma, float)
-    ev, Q = np.linalg.eigh(Sigma)
-    R = (Q * np.sqrt(ev)) @ Q.T
-    M = R @ A.T @ Sigma @ A @ R
-    return float(np.linalg.eigvalsh((M + M.T) / 2).max())
+    """S5: lambda_max(M), M = Sigma^(1/2) A^T Sigma A Sigma^(1/2): the lambdified largest eigenvalue of the similar
+    matrix A^T Sigma A Sigma (the MGF's first pole is t* = 1 / (2 lambda_max))."""
+    A_, S_, d_ = _s5_args()
+    f = lambdify_result("S5", "lambda_max", (A_, S_), "numpy")
+    return float(f(np.asarray(A, float), np.asarray(Sigma, float)))
+
+
+def mgf_quadratic_form_fn():
+    """S5: (t, K (d,d), Sigma (d,d)) -> E_{x ~ N(0, Sigma)} exp(t x^T K x) = det(I - 2 t Sigma K)^(-1/2) below the pole."""
+    _, S_, d_ = _s5_args()
+    t, K = sp.Symbol("t", real=True), sp.MatrixSymbol("K", d_, d_)
+    f = lambdify_result("S5", "mgf_quadratic_form", (t, K, S_, d_), "numpy")
+    return lambda t_, K_, Sigma: float(f(float(t_), np.asarray(K_, float), np.asarray(Sigma, float), np.shape(Sigma)[0]))
 
 
 def exp_moment_fn():
     """S5: (A, Sigma) -> E_{x_q ~ N(0,Sigma)} exp(x_q^T A^T Sigma A x_q) = det(I - 2M)^(-1/2), inf if lambda_max >= 1/2."""
-    from .s1_tilt import d
-    M = sp.MatrixSymbol("M", d, d)
-    expr = core.get("S5").results["E_exp_s"]
+    A_, S_, d_ = _s5_args()
+    f = lambdify_result("S5", "E_exp_s", (A_, S_, d_), "numpy")
 
     def moment(A, Sigma):
         A, Sigma = np.asarray(A, float), np.asarray(Sigma, float)
         if threshold_M(A, Sigma) >= 0.5:
             return float("inf")
-        ev, Q = np.linalg.eigh(Sigma)
-        R = (Q * np.sqrt(ev)) @ Q.T
-        Mn = R @ A.T @ Sigma @ A @ R
-        Mn = (Mn + Mn.T) / 2
-        val = expr.xreplace({M: sp.Matrix(Mn), d: Mn.shape[0]}).replace(
-            lambda e: isinstance(e, sp.Determinant), lambda e: e.arg.as_explicit().det())
-        return float(val)
+        return float(f(A, Sigma, Sigma.shape[0]))
     return moment
+
+
+# --------------------------------------------------------------------------- S1 (generic Gaussian tilt)
+def tilt_fns(backend: str = "numpy"):
+    """S1: {'log_mgf', 'tilted_mean', 'tilted_cov'} as functions of (a (n,), mu (n,), Gamma (n,n))."""
+    from .s1_tilt import TILT_ARGS
+    m = xnp(backend)
+    out = {}
+    for name in ("log_mgf", "tilted_mean", "tilted_cov"):
+        f = lambdify_result("S1", name, TILT_ARGS, backend)
+
+        def fn(a, mu, Gamma, _f=f, _name=name):
+            a, mu, Gamma = m.asarray(a, dtype=float), m.asarray(mu, dtype=float), m.asarray(Gamma, dtype=float)
+            k = Gamma.shape[-1]
+            r = _f(m.reshape(a, (k, 1)), m.reshape(mu, (k, 1)), Gamma, k)
+            if _name == "log_mgf":
+                return m.reshape(r, ())
+            if _name == "tilted_mean":
+                return m.reshape(r, (k,))
+            return m.broadcast_to(r, (k, k))
+        out[name] = fn
+    return out
+
+
+# --------------------------------------------------------------------------- S6 (C5 baselines), batched
+def _s6(name, args, backend):
+    return lambdify_result("S6", name, args, backend)
+
+
+def gd_risk_fn():
+    """S6: (L, Sigma_p, Sigma_q, noise_var, w_var) -> E (f_GD - y_q)^2 of one preconditioned GD step (numpy float)."""
+    from .s6_baselines import GD_RISK_ARGS
+    f = _s6("gd_risk", GD_RISK_ARGS, "numpy")
+
+    def risk(L, sigma_prompt, sigma_query, noise_var, w_var):
+        Sp, Sq = np.asarray(sigma_prompt, float), np.asarray(sigma_query, float)
+        return float(f(L, Sp, Sq, float(noise_var), float(w_var), Sp.shape[0]))
+    return risk
+
+
+def gd_predict_fn(backend: str = "numpy"):
+    """S6: (G_xy (n, d), x_q (n, d), Sigma_p (d, d)) -> x_q^T Sigma_p^-1 G_xy, (n,)."""
+    from .s6_baselines import GD_PREDICT_ARGS
+    f = _s6("gd_predict", GD_PREDICT_ARGS, backend)
+    m = xnp(backend)
+
+    def one(gxy, xq, Sp):
+        k = Sp.shape[-1]
+        return m.reshape(f(m.reshape(gxy, (k, 1)), m.reshape(xq, (k, 1)), Sp, k), ())
+    return _batched(one, backend, (0, 0, None))
+
+
+def bayes_fns(backend: str = "numpy"):
+    """S6: {'predict', 'conditional_risk'}: (G_xx (n,d,d), G_xy (n,d), x_q (n,d), L, noise_var, w_var) -> (n,)."""
+    from .s6_baselines import BAYES_ARGS
+    m = xnp(backend)
+    out = {}
+    for key, name in (("predict", "bayes_predict"), ("conditional_risk", "bayes_conditional_risk")):
+        f = _s6(name, BAYES_ARGS, backend)
+
+        def one(gxx, gxy, xq, L, s2, wv, _f=f):
+            k = gxx.shape[-1]
+            return m.reshape(_f(gxx, m.reshape(gxy, (k, 1)), m.reshape(xq, (k, 1)), L, s2, wv, k), ())
+        out[key] = _batched(one, backend, (0, 0, 0, None, None, None))
+    return out
+
+
+def gamma_w_noisy_fn(backend: str = "numpy"):
+    """S6: (Sigma_p (d,d), w (n, d), noise_var) -> Cov(z | w) with label noise, (n, d+1, d+1)."""
+    from .s6_baselines import NOISY_GAMMA_ARGS
+    f = _s6("Gamma_w_noisy", NOISY_GAMMA_ARGS, backend)
+    m = xnp(backend)
+
+    def one(Sp, w, s2):
+        k = Sp.shape[-1]
+        return m.reshape(f(Sp, m.reshape(w, (k, 1)), s2, k), (k + 1, k + 1))
+    return _batched(one, backend, (None, 0, None))
+
+
+def limit_optimum_predict_fn(backend: str = "numpy"):
+    """S6: (w (n, d), x_q (n, d)) -> the infinite-prompt optimum prediction w^T x_q, (n,)."""
+    from .s6_baselines import OPT_PREDICT_ARGS
+    f = _s6("limit_optimum_predict", OPT_PREDICT_ARGS, backend)
+    m = xnp(backend)
+
+    def one(w, xq):
+        k = w.shape[-1]
+        return m.reshape(f(m.reshape(w, (k, 1)), m.reshape(xq, (k, 1))), ())
+    return _batched(one, backend, (0, 0))
+
+
+def limit_optimum_risk_fn():
+    """S6: (noise_var) -> the infinite-prompt optimum risk (both covariance modes): the noise variance."""
+    from .s6_baselines import s2
+    f = _s6("limit_optimum_risk", (s2,), "numpy")
+    return lambda noise_var: float(f(float(noise_var)))
+
+
+def limit_block_risk_fn():
+    """S6: (A, b, Sigma_p, Sigma_q, noise_var, w_var) -> risk of the block-structured infinite-prompt predictor."""
+    from .s6_baselines import BLOCK_RISK_ARGS
+    f = _s6("limit_block_risk", BLOCK_RISK_ARGS, "numpy")
+
+    def risk(A, b, sigma_prompt, sigma_query, noise_var, w_var):
+        Sp = np.asarray(sigma_prompt, float)
+        return float(f(np.asarray(A, float), float(b), Sp, np.asarray(sigma_query, float), float(noise_var),
+                       float(w_var), Sp.shape[0]))
+    return risk
+
+
+def _batched(one, backend, in_axes):
+    """Map a one-sample function over the leading axis of the arguments marked 0 in ``in_axes``."""
+    if backend == "jax":
+        import jax
+        return jax.vmap(one, in_axes=in_axes)
+    import numpy as np_
+
+    def mapped(*args):
+        args = [np_.asarray(a, dtype=float) for a in args]
+        nb = next(a.shape[0] for a, ax in zip(args, in_axes) if ax == 0)
+        return np_.stack([one(*[a[i] if ax == 0 else a for a, ax in zip(args, in_axes)]) for i in range(nb)])
+    return mapped
 
 
 def parity_table(model: str) -> dict:

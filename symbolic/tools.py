@@ -57,8 +57,9 @@ def pairings(items: list):
             yield [(a, items[k])] + p
 
 
-def contract_pairing(mats: list, pairing: list) -> sp.Expr:
-    """Trace form of sum_idx prod_k M_k[i_{2k}, i_{2k+1}] with slots identified by `pairing`."""
+def contract_pairing(mats: list, pairing: list, cov=None) -> sp.Expr:
+    """Trace form of sum_idx prod_k M_k[i_{2k}, i_{2k+1}] with slots identified by `pairing`
+    (each identification weighted by the symmetric ``cov``, a MatrixSymbol, when given)."""
     partner = {}
     for a, b in pairing:
         partner[a], partner[b] = b, a
@@ -72,6 +73,8 @@ def contract_pairing(mats: list, pairing: list) -> sp.Expr:
             other = slot + 1 if is_row else slot - 1
             seen.update((slot, other))
             prod.append(mats[k] if is_row else mats[k].T)
+            if cov is not None:  # one contraction E[x_a x_b] = cov_ab between consecutive slots
+                prod.append(cov)
             slot = partner[other]
         result *= sp.Trace(sp.MatMul(*prod)) if len(prod) > 1 else sp.Trace(prod[0])
     return result
@@ -81,6 +84,11 @@ def quadratic_form_moment(M, power: int) -> sp.Expr:
     """E[(w^T M w)^power] for w ~ N(0, I_d), generic d: Isserlis pairings turned into traces."""
     mats = [M] * power
     return sp.Add(*[contract_pairing(mats, p) for p in pairings(list(range(2 * power)))])
+
+
+def quadratic_forms_moment(mats: list, cov) -> sp.Expr:
+    """E[prod_k x^T M_k x] for x ~ N(0, cov), generic d: Isserlis pairings of the 2k slots as traces."""
+    return sp.Add(*[contract_pairing(list(mats), p, cov) for p in pairings(list(range(2 * len(mats))))])
 
 
 def expand_traces(expr):
@@ -149,6 +157,13 @@ def is_zero(expr) -> bool:
     return sp.simplify(e) == 0
 
 
+class LambdaMax(sp.Function):
+    """Largest eigenvalue of a square matrix with a real spectrum (printed as max(real(eigvals)))."""
+
+    nargs = 1
+    is_real = True
+
+
 @functools.lru_cache(maxsize=None)
 def printer_class(backend: str):
     """NumPy / JAX code printer that also knows Trace."""
@@ -158,6 +173,16 @@ def printer_class(backend: str):
     class TracePrinter(base):
         def _print_Trace(self, e):
             return f"{self._module_format(self._module + '.trace')}({self._print(e.arg)})"
+
+        def _print_Determinant(self, e):
+            return f"{self._module_format(self._module + '.linalg.det')}({self._print(e.arg)})"
+
+        def _print_Identity(self, e):  # symbolic size: the size symbol is an argument of the function
+            return f"{self._module_format(self._module + '.eye')}({self._print(e.rows)})"
+
+        def _print_LambdaMax(self, e):
+            eig = self._module_format(self._module + '.linalg.eigvals')
+            return f"{self._module_format(self._module + '.max')}({eig}({self._print(e.args[0])}).real)"
 
     return TracePrinter
 

@@ -126,7 +126,7 @@ def test_failing_job_reports_log_and_keep_going_finishes_the_rest(tmp_path):
     assert len(others) == 3
     for p in others:
         assert (repo / TRAJ / p.name).exists(), p.name
-    for sid in ("S1", "S2", "S3", "S4", "S5"):
+    for sid in ("S1", "S2", "S3", "S4", "S5", "S6"):
         for ext in ("md", "json", "html"):
             assert (repo / f"results/symbolic/{sid}.{ext}").exists()
     assert not (repo / "results/c3/c3_transfer.csv").exists()   # depends on the failed job

@@ -43,7 +43,8 @@ def test_population_risk_vs_monte_carlo_dense_params(rng, d):
 
 @pytest.mark.parametrize("name", SIGMAS)
 def test_bayes_optimum_is_the_s2_solution(name):
-    """``params.bayes_optimum`` equals the optimum sympy solved for (S2), and is a zero of the risk and its gradient."""
+    """``params.bayes_optimum`` equals the optimum sympy solved for (S2), and is a zero of the risk and its gradient
+    (S2's closed forms, and independently a plain-numpy Monte Carlo with finite differences)."""
     S = SIGMAS[name]
     ps = P.bayes_optimum(S)
     U_sym, v_sym = E.bayes_optimum_fn()(S)
@@ -54,6 +55,17 @@ def test_bayes_optimum_is_the_s2_solution(name):
     # S2's own matrix-form gradient (derived by sympy, lambdified to numpy) agrees
     gU, gv = E.population_risk_grad_fn()(ps.U, ps.v, S)
     assert max(np.max(np.abs(gU)), np.max(np.abs(gv))) < 1e-12
+    # independent of S2: the plain-numpy Monte Carlo sees a zero residual sample by sample (R = 0), and its
+    # central finite differences along random directions vanish (zero gradient)
+    U0, v0 = np.asarray(ps.U), np.asarray(ps.v)
+    mc, _ = mc_population_risk(U0, v0, S, 20_000, np.random.default_rng(3))
+    assert mc < 1e-24
+    rng, h = np.random.default_rng(4), 1e-7       # bilinear f: the central difference has an O(h^2) bias
+    for _ in range(3):
+        dU, dv = rng.standard_normal(U0.shape), rng.standard_normal(v0.shape)
+        Rp = mc_population_risk(U0 + h * dU, v0 + h * dv, S, 20_000, np.random.default_rng(5))[0]
+        Rm = mc_population_risk(U0 - h * dU, v0 - h * dv, S, 20_000, np.random.default_rng(5))[0]
+        assert abs(Rp - Rm) / (2 * h) < 1e-9
 
 
 @pytest.mark.parametrize("convention", ["standard", "seed"])

@@ -123,34 +123,158 @@ def test_reduced_risk_and_flow():
 
 
 def test_bayes_optimum():
+    """S2's theta* against independent sources: numpy's inverse / trace, and the numpy reference predictor on
+    sampled (w, x_q) (residual 0 sample by sample, so R = 0 and the sampled risk is flat: FD gradient 0)."""
+    from softlin import numpy_reference as ref
     rng = np.random.default_rng(11)
     sigmas = [np.eye(3), np.diag([2.0, 1.0, 0.5]), spd(rng, 4), spd(rng, 2)]
-    risk = E.population_risk_fn()
     for S in sigmas:
         d = S.shape[0]
         U, v = E.bayes_optimum_fn()(S)
         c = np.trace(np.linalg.matrix_power(np.linalg.inv(S), 2)) ** 0.25
         assert np.allclose(U[:d, :d], np.linalg.inv(S) / c, atol=1e-12) and np.isclose(v[d], c)
-        assert abs(risk(U, v, S)) < 1e-12
-        assert np.allclose(fd_grad(lambda X: risk(X, v, S), U), 0, atol=1e-6)
-        assert np.allclose(fd_grad(lambda x: risk(U, x, S), v), 0, atol=1e-6)
         assert np.isclose(np.linalg.norm(U), np.linalg.norm(v), rtol=1e-12)
+        W = rng.normal(size=(500, d))
+        Xq = rng.normal(size=(500, d)) @ sqrtm(S)
+
+        def sampled_risk(U_, v_):
+            G = ref.gamma_w(S, W)                                 # (n, d+1, d+1), numpy reference
+            f = np.einsum("j,njk,nk->n", v_, G, np.c_[Xq, np.zeros(len(Xq))] @ U_.T)
+            return 0.5 * np.mean((f - np.einsum("ni,ni->n", W, Xq)) ** 2)
+        assert sampled_risk(U, v) < 1e-24
+        assert np.allclose(fd_grad(lambda X: sampled_risk(X, v), U), 0, atol=1e-8)
+        assert np.allclose(fd_grad(lambda x: sampled_risk(U, x), v), 0, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- S1: the Gaussian tilt
+def _gh2(n_nodes=60):
+    """2-d Gauss-Hermite (probabilists') nodes and weights for E f(g), g ~ N(0, I_2)."""
+    g, wts = np.polynomial.hermite_e.hermegauss(n_nodes)
+    G = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
+    return G, np.outer(wts, wts).ravel() / (2 * np.pi)
+
+
+def test_s1_tilt_against_quadrature():
+    """log M(a), tilted mean and covariance of N(mu, Gamma): scipy quad at d = 1, Gauss-Hermite at d = 2."""
+    from scipy import integrate
+    tf = E.tilt_fns()
+    m, s, t = 0.3, 1.4, 0.7
+    dens = lambda x: np.exp(-(x - m) ** 2 / (2 * s ** 2)) / np.sqrt(2 * np.pi * s ** 2)
+    lo, hi = m - 30 * s, m + 30 * s                     # the integrands are below 1e-150 outside
+    M0, M1, M2 = (integrate.quad(lambda x: x ** k * np.exp(t * x) * dens(x), lo, hi, epsabs=1e-14, epsrel=1e-12,
+                                 limit=200)[0] for k in (0, 1, 2))
+    args = ([t], [m], [[s * s]])
+    assert np.isclose(float(tf["log_mgf"](*args)), np.log(M0), rtol=1e-10)
+    assert np.isclose(tf["tilted_mean"](*args)[0], M1 / M0, rtol=1e-10)
+    assert np.isclose(tf["tilted_cov"](*args)[0, 0], M2 / M0 - (M1 / M0) ** 2, rtol=1e-8)
+    rng = np.random.default_rng(31)
+    G, wts = _gh2()
+    for _ in range(3):
+        Gam, mu, a = spd(rng, 2), rng.normal(size=2), 0.5 * rng.normal(size=2)
+        Z = mu + G @ np.linalg.cholesky(Gam).T
+        e = wts * np.exp(Z @ a)
+        M0 = e.sum()
+        mean = e @ Z / M0
+        cov = (Z - mean).T @ ((Z - mean) * e[:, None]) / M0
+        assert np.isclose(float(tf["log_mgf"](a, mu, Gam)), np.log(M0), rtol=1e-10)
+        assert np.allclose(tf["tilted_mean"](a, mu, Gam), mean, rtol=1e-10, atol=1e-12)
+        assert np.allclose(tf["tilted_cov"](a, mu, Gam), cov, rtol=1e-9, atol=1e-12)
+
+
+def test_s1_tilted_mean_monte_carlo_d3():
+    """Self-normalised importance average E[z e^{a^T z}] / E[e^{a^T z}] at d = 3, within 5 standard errors."""
+    rng = np.random.default_rng(32)
+    Gam, mu, a = spd(rng, 3), rng.normal(size=3), 0.3 * rng.normal(size=3)
+    Z = mu + rng.normal(size=(400_000, 3)) @ np.linalg.cholesky(Gam).T
+    p = np.exp(Z @ a - (Z @ a).max())
+    p /= p.sum()
+    est = p @ Z
+    se = np.sqrt(np.sum(p[:, None] ** 2 * (Z - est) ** 2, axis=0))     # delta-method SE of a ratio estimator
+    assert np.all(np.abs(est - E.tilt_fns()["tilted_mean"](a, mu, Gam)) < 5 * se)
+
+
+@pytest.mark.parametrize("d", [3, 4])
+def test_s1_kernel_linear_inf_equals_lambdified(d):
+    """SPEC S1 check: the kernel's linear(inf) prediction (softlin.models, "limit") == the lambdified S1 f_inf."""
+    from softlin import models, tasks
+    from softlin.params import Params
+    rng = np.random.default_rng(40 + d)
+    S = spd(rng, d)
+    tk = tasks.sample(5 + d, d, S, n_pairs=3, n_query=4, l_max=2)
+    U, v = rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1)
+    kern = np.asarray(models.predict("limit", Params(U, v), tk))
+    f = E.limit_predictor_fn()
+    lam = np.array([[f(U, v, S, tk.w[i], tk.xq[i, q]) for q in range(tk.xq.shape[1])] for i in range(tk.n_tasks)])
+    assert np.allclose(kern, lam, rtol=1e-12, atol=1e-12 * np.abs(lam).max())
+
+
+def _lambda_max_ref(A, S):
+    """numpy reference: largest eigenvalue of the symmetric M = S^(1/2) A^T S A S^(1/2) (eigh)."""
+    R = sqrtm(S)
+    M = R @ A.T @ S @ A @ R
+    return np.linalg.eigvalsh((M + M.T) / 2).max()
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_threshold_M_against_numpy_eigh(d):
+    rng = np.random.default_rng(50 + d)
+    for _ in range(3):
+        S, A = spd(rng, d), rng.normal(size=(d, d))
+        assert np.isclose(E.threshold_M(A, S), _lambda_max_ref(A, S), rtol=1e-10)
+
+
+def test_mgf_quadratic_form_against_quadrature_and_monte_carlo():
+    """det(I - 2 t Sigma K)^(-1/2) vs 2-d Gauss-Hermite quadrature (below the pole) and a d = 3 Monte Carlo."""
+    rng = np.random.default_rng(2)
+    mgf = E.mgf_quadratic_form_fn()
+    S, A = spd(rng, 2), rng.normal(size=(2, 2))
+    K = A.T @ S @ A
+    lam = _lambda_max_ref(A, S)
+    G, W = _gh2(80)
+    X = G @ sqrtm(S)
+    q = np.einsum("ni,ij,nj->n", X, K, X)
+    for frac in (-0.5, 0.1, 0.25, 0.4):             # t = frac / lambda_max: 2 t lambda_max < 1 (the pole is 1/2)
+        t = frac / lam
+        assert np.isclose(mgf(t, K, S), np.sum(W * np.exp(t * q)), rtol=1e-8), frac
+    S3, A3 = spd(rng, 3), rng.normal(size=(3, 3))
+    K3 = A3.T @ S3 @ A3
+    t = 0.2 / _lambda_max_ref(A3, S3)                # variance finite: 4 t lambda_max < 1
+    X3 = rng.normal(size=(400_000, 3)) @ sqrtm(S3)
+    e = np.exp(t * np.einsum("ni,ij,nj->n", X3, K3, X3))
+    assert abs(e.mean() - mgf(t, K3, S3)) < 5 * e.std() / np.sqrt(e.size)
 
 
 def test_exp_moment_below_and_above_threshold():
     rng = np.random.default_rng(2)
     S = spd(rng, 2)
     A0 = rng.normal(size=(2, 2))
-    A = A0 * np.sqrt(0.2 / E.threshold_M(A0, S))     # lambda_max(M) = 0.2
+    A = A0 * np.sqrt(0.2 / _lambda_max_ref(A0, S))     # lambda_max(M) = 0.2
     assert np.isclose(E.threshold_M(A, S), 0.2)
     K = A.T @ S @ A
-    g, wts = np.polynomial.hermite_e.hermegauss(80)
-    G = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
-    W = np.outer(wts, wts).ravel() / (2 * np.pi)
+    G, W = _gh2(80)
     X = G @ sqrtm(S)
     quad = np.sum(W * np.exp(np.einsum("ni,ij,nj->n", X, K, X)))
     assert np.isclose(E.exp_moment_fn()(A, S), quad, rtol=1e-8)
     assert E.exp_moment_fn()(A * 1.7, S) == np.inf     # lambda_max = 0.578 > 1/2
+
+
+def _capped_mean_square(lam, L):
+    """E[min(1, (exp(lam g^2) - 1) / L)], g ~ N(0, 1), by scipy quadrature (bulk below the cut, Gaussian tail above)."""
+    from scipy import integrate, special
+    gc = np.sqrt(np.log1p(L) / lam)
+    f = lambda g: np.expm1(lam * g * g) * np.exp(-g * g / 2) / np.sqrt(2 * np.pi) / L
+    bulk = 2 * integrate.quad(f, 0, gc, epsabs=0, epsrel=1e-11, limit=200)[0]
+    return bulk + special.erfc(gc / np.sqrt(2))
+
+
+@pytest.mark.parametrize("lam", [0.25, 0.4, 1.0, 2.0])
+def test_beta_against_numerical_exponent(lam):
+    """The mean square of S5 decays as L^(-2 beta): the log-log slope of its quadrature over L = 1e10 .. 1e14
+    (logarithmic factors make the finite-L slope differ by about 1 / (2 log L) ~ 0.02)."""
+    Ls = np.logspace(10, 14, 5)
+    ms = np.array([_capped_mean_square(lam, L) for L in Ls])
+    slope = np.polyfit(np.log(Ls), np.log(ms), 1)[0]
+    assert abs(slope - (-2 * E.beta_fn()(lam))) < 0.05, (lam, slope)
 
 
 def test_beta_and_threshold_at_theta_star():
@@ -160,8 +284,123 @@ def test_beta_and_threshold_at_theta_star():
         U, _ = E.bayes_optimum_fn()(S)
         lam = E.threshold_M(U[:3, :3], S)
         assert np.isclose(np.trace(np.linalg.inv(S) @ np.linalg.inv(S)), tr)
-        assert np.isclose(lam, 1 / np.sqrt(tr))
+        assert np.isclose(lam, 1 / np.sqrt(tr)) and np.isclose(lam, _lambda_max_ref(U[:3, :3], S))
         assert (lam < 0.5) == (tr > 4)
+
+
+# --------------------------------------------------------------------------- S6: C5 baselines
+def _kms(d, rho=0.5):
+    i = np.arange(d)
+    return rho ** np.abs(i[:, None] - i[None, :])
+
+
+def _c5_modes(d=5):
+    """(label, prompt root, query root): the correct task and the authors' slip (lower Cholesky C applied twice)."""
+    S = _kms(d)
+    C = np.linalg.cholesky(S)
+    return [("correct", sqrtm(S), sqrtm(S)), ("as_in_authors_code", C @ C, np.eye(d))]
+
+
+def _c5_sample(rng, n, L, rp, rq, s2, wv):
+    """numpy sampler of the C5 law (independent of softlin.online): X (n, L, d), y (n, L), xq, yq, w."""
+    d = rp.shape[0]
+    w = rng.normal(size=(n, d)) * np.sqrt(wv)
+    X = rng.normal(size=(n, L, d)) @ rp.T
+    y = np.einsum("nld,nd->nl", X, w) + rng.normal(size=(n, L)) * np.sqrt(s2)
+    xq = rng.normal(size=(n, d)) @ rq.T
+    yq = np.einsum("nd,nd->n", xq, w) + rng.normal(size=n) * np.sqrt(s2)
+    return X, y, xq, yq, w
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_s6_gd_risk_against_monte_carlo(mode):
+    """S6 one-step GD risk vs a numpy Monte Carlo of the C5 law (d = 5, both covariance modes), within 4 SE."""
+    label, rp, rq = _c5_modes()[mode]
+    rng = np.random.default_rng(60 + mode)
+    L, s2, wv, n = 7, 0.1, 0.2, 200_000
+    X, y, xq, yq, _ = _c5_sample(rng, n, L, rp, rq, s2, wv)
+    Sp, Sq = rp @ rp.T, rq @ rq.T
+    f = np.einsum("ni,ij,nj->n", xq, np.linalg.inv(Sp), np.einsum("nld,nl->nd", X, y) / L)
+    e = (f - yq) ** 2
+    closed = E.gd_risk_fn()(L, Sp, Sq, s2, wv)
+    assert abs(e.mean() - closed) < 4 * e.std() / np.sqrt(n), (label, e.mean(), closed)
+    # the batched predictor equals the explicit numpy formula
+    G_xy = np.einsum("nld,nl->nd", X[:50], y[:50]) / L
+    assert np.allclose(E.gd_predict_fn()(G_xy, xq[:50], Sp), f[:50], rtol=1e-12, atol=1e-12)
+
+
+def test_s6_bayes_posterior_against_numpy_and_monte_carlo():
+    """Posterior mean == numpy.linalg.solve of the ridge system; the mean conditional Bayes risk == Monte Carlo
+    risk of the posterior mean (4 SE), and it is below the GD risk."""
+    label, rp, rq = _c5_modes(3)[1]
+    rng = np.random.default_rng(70)
+    L, s2, wv, n = 6, 0.3, 0.5, 30_000
+    X, y, xq, yq, _ = _c5_sample(rng, n, L, rp, rq, s2, wv)
+    Gxx, Gxy = np.einsum("nld,nle->nde", X, X) / L, np.einsum("nld,nl->nd", X, y) / L
+    bf = E.bayes_fns()
+    k = 200
+    ref = np.array([xq[i] @ np.linalg.solve(X[i].T @ X[i] + (s2 / wv) * np.eye(3), X[i].T @ y[i]) for i in range(k)])
+    assert np.allclose(bf["predict"](Gxx[:k], Gxy[:k], xq[:k], L, s2, wv), ref, rtol=1e-10, atol=1e-12)
+    f = np.einsum("nd,nd->n", xq, np.linalg.solve(L * Gxx + (s2 / wv) * np.eye(3), L * Gxy[..., None])[..., 0])
+    e = (f - yq) ** 2
+    cr = bf["conditional_risk"](Gxx, Gxy, xq, L, s2, wv)
+    assert abs(e.mean() - cr.mean()) < 4 * np.sqrt(e.var() / n), (e.mean(), cr.mean())
+    assert cr.mean() < E.gd_risk_fn()(L, rp @ rp.T, rq @ rq.T, s2, wv)
+
+
+def test_s6_infinite_prompt_against_monte_carlo():
+    """Cov(z | w) with label noise vs sample covariance; the optimum w^T x_q has risk = noise variance; the
+    block-structured risk vs Monte Carlo and minimal (FD gradient 0, value s2) at A = Sigma_p^-1 / b; both modes."""
+    rng = np.random.default_rng(80)
+    s2, wv, n = 0.1, 0.2, 400_000
+    for label, rp, rq in _c5_modes(3):
+        Sp, Sq = rp @ rp.T, rq @ rq.T
+        w = rng.normal(size=3)
+        x = rng.normal(size=(n, 3)) @ rp.T
+        Z = np.c_[x, x @ w + rng.normal(size=n) * np.sqrt(s2)]
+        emp, G = Z.T @ Z / n, E.gamma_w_noisy_fn()(Sp, w[None], s2)[0]
+        se = np.sqrt(np.var(Z[:, :, None] * Z[:, None, :], axis=0) / n)
+        assert np.all(np.abs(emp - G) < 5 * se), label
+        X, y, xq, yq, W = _c5_sample(rng, n, 1, rp, rq, s2, wv)
+        e = (E.limit_optimum_predict_fn()(W[:1000], xq[:1000]) - np.einsum("nd,nd->n", W[:1000], xq[:1000]))
+        assert np.all(np.abs(e) < 1e-12)
+        e2 = (np.einsum("nd,nd->n", W, xq) - yq) ** 2
+        assert abs(e2.mean() - E.limit_optimum_risk_fn()(s2)) < 4 * e2.std() / np.sqrt(n)
+        rb = E.limit_block_risk_fn()
+        A, b = 0.3 * rng.normal(size=(3, 3)), 1.3
+        f = b * np.einsum("ni,ij,jk,nk->n", W, Sp, A, xq)
+        e3 = (f - yq) ** 2
+        assert abs(e3.mean() - rb(A, b, Sp, Sq, s2, wv)) < 4 * e3.std() / np.sqrt(n), label
+        Aopt = np.linalg.inv(Sp) / b
+        assert np.isclose(rb(Aopt, b, Sp, Sq, s2, wv), s2, rtol=1e-10)
+        assert np.allclose(fd_grad(lambda M: rb(M, b, Sp, Sq, s2, wv), Aopt), 0, atol=1e-7)
+
+
+def test_s6_baselines_module_uses_lambdified_results(jax_x64):
+    """softlin.baselines (jax) == the numpy lambdified S6 and the explicit numpy formulas."""
+    from softlin import baselines
+    rng = np.random.default_rng(90)
+    d, n, L = 4, 20, 9
+    S = spd(rng, d)
+    X = rng.normal(size=(n, L, d)) @ sqrtm(S)
+    w = rng.normal(size=(n, d))
+    y = np.einsum("nld,nd->nl", X, w) + 0.3 * rng.normal(size=(n, L))
+    Z = np.concatenate([X, y[..., None]], -1)
+    G = np.einsum("nli,nlj->nij", Z, Z) / L
+    zq = np.c_[rng.normal(size=(n, d)), np.zeros(n)][:, None, :]
+    ridge = np.array([zq[i, 0, :d] @ np.linalg.solve(X[i].T @ X[i] + (0.1 / 0.2) * np.eye(d), X[i].T @ y[i]) for i in range(n)])
+    assert np.allclose(np.asarray(baselines.ridge_predict(G, zq, L, 0.1, 0.2)), ridge, rtol=1e-10, atol=1e-12)
+    gd = np.einsum("ni,ij,nj->n", zq[:, 0, :d], np.linalg.inv(S), np.einsum("nld,nl->nd", X, y) / L)
+    assert np.allclose(np.asarray(baselines.gd_predict(G, zq, S)), gd, rtol=1e-10, atol=1e-12)
+    assert np.allclose(np.asarray(baselines.limit_optimum_predict(w, zq)), np.sum(w * zq[:, 0, :d], -1), rtol=1e-13)
+    Gn = np.asarray(baselines.gamma_w_noisy(S, w, 0.1))
+    ref = gamma_w(S, w[0])
+    ref[d, d] += 0.1
+    assert Gn.shape == (n, d + 1, d + 1) and np.allclose(Gn[0], ref, rtol=1e-13)
+    cr = np.asarray(baselines.bayes_conditional_risk(G, zq, L, 0.1, 0.2))
+    V = [np.linalg.inv(X[i].T @ X[i] / 0.1 + np.eye(d) / 0.2) for i in range(n)]
+    assert np.allclose(cr, [0.1 + zq[i, 0, :d] @ V[i] @ zq[i, 0, :d] for i in range(n)], rtol=1e-10)
+    assert baselines.limit_optimum_risk(0.1) == pytest.approx(0.1, rel=1e-14)
 
 
 def _softmax_pred(U, v, Z, zq):
@@ -246,18 +485,20 @@ def test_rendering_and_write_all(tmp_path):
     assert "R" in js["results"] and "srepr" in js["results"]["R"]
     paths = write_all(str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == sorted(f"S{i}.{e}" for i in range(1, 6) for e in ("md", "json"))
+    assert names == sorted(f"S{i}.{e}" for i in range(1, 7) for e in ("md", "json"))
     json.loads((tmp_path / "S5.json").read_text())
 
 
 def test_cli():
     env = {**os.environ, "PYTHONPATH": ROOT}
     out = subprocess.run([sys.executable, "-m", "symbolic"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
-    assert all(f"S{i}" in out for i in range(1, 6))
+    assert all(f"S{i}" in out for i in range(1, 7))
     out = subprocess.run([sys.executable, "-m", "symbolic", "show", "S2"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
     assert "theta*" in out and "R_reduced" in out
     out = subprocess.run([sys.executable, "-m", "symbolic", "markdown", "S5"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
     assert "$$" in out
+    out = subprocess.run([sys.executable, "-m", "symbolic", "show", "S6"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+    assert "gd_risk" in out and "posterior_mean" in out and "limit_optimum_risk" in out
 
 
 def test_cache_hit_and_invalidation_on_source_change(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-# The sympy derivations S1-S5 (SPEC section 6), written for a reader and for the report.
-SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5"]
+# The sympy derivations S1-S6 (SPEC section 6), written for a reader and for the report.
+SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6"]
 
 
 rule symbolic:
@@ -19,6 +19,6 @@ rule symbolic:
     log:
         logfile("symbolic", "derive"),
     message:
-        "Symbolic: deriving S1-S5 with sympy"
+        "Symbolic: deriving S1-S6 with sympy"
     script:
         "../scripts/symbolic_write.py"
