@@ -143,7 +143,7 @@ def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[di
             row[k], row[f"{k}_se"] = float(m), float(se)
         row["R_gd_closed"] = baselines.gd_risk_closed(L, task.sigma_prompt, task.sigma_query,
                                                       task.noise_var, task.w_var)
-        row["R_inf_exact"] = task.noise_var
+        row["R_inf_exact"] = float(baselines.limit_optimum_risk(task.noise_var))
         rows.append(row)
     return rows
 

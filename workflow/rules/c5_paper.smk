@@ -45,8 +45,8 @@ rule c5_metrics:
     """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
     input:
         runs=[f"results/c5/runs/L{g}.npz" for g in C5_JOBS],
-        code=KERNEL_SOURCES + pkg("online.py", "stream.py", "csrc/online_batch.cc",
-                                  "baselines.py", "io.py", "claims/c5.py"),
+        code=KERNEL_SOURCES + SYMBOLIC_SOURCES
+        + pkg("online.py", "stream.py", "csrc/online_batch.cc", "baselines.py", "io.py", "claims/c5.py"),
     output:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",
