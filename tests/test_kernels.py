@@ -162,10 +162,17 @@ def test_seed_order_training_vs_paired():
         train.gradient_descent("softmax", p0, t, L=32, steps=50, record_every=10, reduction="nope")
 
 
-@pytest.mark.parametrize("d,Q", [(3, 1), (3, 2), (3, 4), (4, 2), (6, 4), (3, 3), (7, 2)])
+# the C++ kernel's template instances are D = d + 1 in 3..6 with Q in {1, 2, 4} (softmax_moments.cc,
+# pick / pick_q); anything else takes its generic path.  C5 runs D = 6, Q = 1.
+TEMPLATE_CASES = [(D - 1, Q) for D in (3, 4, 5, 6) for Q in (1, 2, 4)]
+GENERIC_CASES = [(3, 3), (5, 3), (6, 2), (7, 1)]  # Q = 3 at D = 4, 6; D = 7, 8
+
+
+@pytest.mark.parametrize("d,Q", TEMPLATE_CASES + GENERIC_CASES)
 def test_fused_moments_vs_xla_vs_reference(rng, d, Q):
-    """All template instances (D in 4..7, Q in 1, 2, 4) and the generic path (Q = 3, D = 8), on a
-    prefix L < l_max and on the full prompt (L = 13, 21: both have a tail modulo 8)."""
+    """Every template instance (D = d + 1 in 3..6, Q in 1, 2, 4) and the generic path (Q = 3;
+    D = 7, 8) against the numpy reference (an independent oracle), on a prefix L < l_max and on the
+    full prompt (L = 13, 21: both have a tail modulo 8)."""
     if not fused.available():
         pytest.skip("fused C++ kernel not built on this machine")
     t = T.sample(9, d, spd(rng, d), n_pairs=3, n_query=Q, l_max=21)
