@@ -9,6 +9,8 @@ Shared by claims C1 and C2:
   the unit of the standard errors;
 * :func:`output_sq_gaps` / :func:`grad_gaps` — per block and prompt length, the mean squared gap
   ``softmax(L) - linear(inf)`` of the outputs, and the gradient difference vector, on the same tasks;
+  :func:`grad_gaps_per_query` — the mean squared per-query gradient gap (C2's measure) and the
+  pooled difference in one pass;
 * :func:`rms_over_blocks`, :func:`norm_over_blocks`, :func:`fit_upper_half` — pooled statistics
   with block standard errors, and the log-log slope over the upper half of the L range.
 
@@ -131,6 +133,56 @@ def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
         for j, L in enumerate(Ls):
             out[i, j] = flat_grad(_softmax_vg(p, models.with_length(data, L))[1]) - g_inf
     return out
+
+
+@jax.jit
+def _per_query_grads(U, v, zT, zq, yq, L, G):
+    """Per (task, query) gradients of ``l = 1/2 (f - y_q)^2`` for softmax(L) and linear(inf):
+    ``(gU_L, gv_L, gU_inf, gv_inf)``, shapes (n, Q, D, D) and (n, Q, D)."""
+    m1, m2 = softmax_moments(U, v, zT, zq, L)
+    f = m1 @ v
+    r = f - yq
+    gv_L = r[..., None] * m1                                   # dl/dv = r m1
+    gU_L = (r[..., None] * (m2 - f[..., None] * m1))[..., :, None] * zq[..., None, :]
+    a = zq @ U.T                                               # U z_q
+    Ga = jnp.einsum("njk,nqk->nqj", G, a)                      # Gamma_w U z_q
+    r_inf = Ga @ v - yq
+    gv_inf = r_inf[..., None] * Ga                             # dl/dv = r Gamma_w U z_q
+    Gv = jnp.einsum("nji,j->ni", G, v)                         # Gamma_w^T v
+    gU_inf = (r_inf[..., None] * Gv[:, None, :])[..., :, None] * zq[..., None, :]
+    return gU_L, gv_L, gU_inf, gv_inf
+
+
+def grad_gaps_per_query(plist: list[Params], tasks, Ls):
+    """Per-query gradient gaps on the same tasks: for each parameter and L,
+
+    * ``msq_U``, ``msq_v`` (n_params, n_L): mean over tasks and queries of
+      ``||grad l_L - grad l_inf||^2`` (U and v parts), ``l = 1/2 (f - y_q)^2`` of one prompt and
+      query: the squared per-query L2 gap whose root Prop. 3.4 bounds; its expectation does not
+      depend on how many tasks a block holds;
+    * ``diff`` (n_params, n_L, (d+1)^2 + d+1): the mean of the per-query differences, i.e.
+      ``grad R_L - grad R_inf`` of the pooled risk (partners summed first, as the risks do).
+    """
+    data = models.prompt_data(tasks, max(Ls))
+    lim = models.model_data("limit", tasks)
+    D = tasks.d + 1
+    n, Q = np.asarray(tasks.yq).shape
+    msq_U = np.empty((len(plist), len(Ls)))
+    msq_v = np.empty((len(plist), len(Ls)))
+    diff = np.empty((len(plist), len(Ls), D * D + D))
+    for i, p in enumerate(plist):
+        U, v = jnp.asarray(p.U), jnp.asarray(p.v)
+        for j, L in enumerate(Ls):
+            gU_L, gv_L, gU_inf, gv_inf = _per_query_grads(U, v, data.zT, data.zq, data.yq,
+                                                          jnp.asarray(int(L), dtype=jnp.int64), lim.G)
+            dU = np.asarray(gU_L - gU_inf)
+            dv = np.asarray(gv_L - gv_inf)
+            msq_U[i, j] = float(np.mean(np.sum(dU ** 2, axis=(-2, -1))))
+            msq_v[i, j] = float(np.mean(np.sum(dv ** 2, axis=-1)))
+            mU = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dU), axis=1))) / (n * Q)
+            mv = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dv), axis=1))) / (n * Q)
+            diff[i, j] = np.concatenate([mU.ravel(), mv.ravel()])
+    return msq_U, msq_v, diff
 
 
 # --------------------------------------------------------------------------- block statistics

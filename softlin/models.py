@@ -146,8 +146,28 @@ def pair_sum(x):
     return jnp.sum(x, axis=0)
 
 
-def _half_mse(f, yq):
-    return 0.5 * pair_sum(jnp.sum((f - yq) ** 2, axis=1)) / f.size
+SEED_BLOCK = 16  # tasks per block in the seed-order reduction
+
+
+def seed_order_sum(x, block: int = SEED_BLOCK):
+    """Sum over the task axis 0 *without* pairing antithetic partners, in the seed script's order:
+    blocks of ``block`` consecutive tasks (stacked ``[w; -w]``) summed, the block sums accumulated
+    one after another (``((B0 + B1) + B2) + ...``, as the loop of the seed log's / the numpy
+    reference's ``softmax_loss_grad``).
+
+    The off-block contributions of partners still cancel in exact arithmetic but not in rounding:
+    this is the order in which the seed log's run let a rounding-level asymmetry grow (C3d measures
+    how far).  The order within a block is XLA's.
+    """
+    n = x.shape[0]
+    total = jnp.sum(x[:block], axis=0)
+    for t0 in range(block, n, block):
+        total = total + jnp.sum(x[t0:t0 + block], axis=0)
+    return total
+
+
+def _half_mse(f, yq, reduce=pair_sum):
+    return 0.5 * reduce(jnp.sum((f - yq) ** 2, axis=1)) / f.size
 
 
 def softmax_risk_autodiff(params: Params, data: PromptData) -> jax.Array:
@@ -165,31 +185,37 @@ def _softmax_moments(params: Params, data: PromptData):
     return softmax_moments(params.U, params.v, data.zT, data.zq, data.L)
 
 
-@jax.custom_vjp
-def softmax_risk(params: Params, data: PromptData) -> jax.Array:
-    """Empirical softmax risk ``mean 1/2 (f - y_q)^2`` with the fused moment gradient."""
-    m1, _ = _softmax_moments(params, data)
-    return _half_mse(m1 @ params.v, data.yq)
+def _make_softmax_risk(reduce):
+    """The empirical softmax risk with the fused moment gradient, tasks reduced by ``reduce``."""
+
+    @jax.custom_vjp
+    def risk(params: Params, data: PromptData) -> jax.Array:
+        m1, _ = _softmax_moments(params, data)
+        return _half_mse(m1 @ params.v, data.yq, reduce)
+
+    def fwd(params, data):
+        m1, m2 = _softmax_moments(params, data)
+        f = m1 @ params.v
+        r = f - data.yq
+        return _half_mse(f, data.yq, reduce), (r, f, m1, m2, data)
+
+    def bwd(res, g):
+        # dL/dv = r m1;  dL/da = r (m2 - f m1);  dL/dU = dL/da z_q^T  (a = U z_q)
+        r, f, m1, m2, data = res
+        scale = g / r.size
+        gv = scale * reduce(jnp.einsum("nq,nqj->nj", r, m1))
+        da = r[..., None] * (m2 - f[..., None] * m1)
+        gU = scale * reduce(jnp.einsum("nqi,nqj->nij", da, data.zq))
+        return Params(gU, gv), jax.tree.map(jnp.zeros_like, data)
+
+    risk.defvjp(fwd, bwd)
+    return risk
 
 
-def _softmax_risk_fwd(params, data):
-    m1, m2 = _softmax_moments(params, data)
-    f = m1 @ params.v
-    r = f - data.yq
-    return _half_mse(f, data.yq), (r, f, m1, m2, data)
-
-
-def _softmax_risk_bwd(res, g):
-    # dL/dv = r m1;  dL/da = r (m2 - f m1);  dL/dU = dL/da z_q^T  (a = U z_q)
-    r, f, m1, m2, data = res
-    scale = g / r.size
-    gv = scale * pair_sum(jnp.einsum("nq,nqj->nj", r, m1))
-    da = r[..., None] * (m2 - f[..., None] * m1)
-    gU = scale * pair_sum(jnp.einsum("nqi,nqj->nij", da, data.zq))
-    return Params(gU, gv), jax.tree.map(jnp.zeros_like, data)
-
-
-softmax_risk.defvjp(_softmax_risk_fwd, _softmax_risk_bwd)
+softmax_risk = _make_softmax_risk(pair_sum)
+softmax_risk.__doc__ = "Empirical softmax risk ``mean 1/2 (f - y_q)^2`` with the fused moment gradient (partners summed first)."
+softmax_risk_seed_order = _make_softmax_risk(seed_order_sum)
+softmax_risk_seed_order.__doc__ = "As :func:`softmax_risk`, tasks summed in the seed's order (:func:`seed_order_sum`)."
 
 
 def softmax_value_and_grad(params: Params, data: PromptData):
@@ -202,8 +228,31 @@ def linear_value_and_grad(params: Params, data: MomentData):
     return jax.value_and_grad(linear_risk)(params, data)
 
 
+def softmax_value_and_grad_seed_order(params: Params, data: PromptData):
+    """(risk, gradient) of the softmax model, fused, tasks summed in the seed's order (no pairing)."""
+    return jax.value_and_grad(softmax_risk_seed_order)(params, data)
+
+
+def linear_value_and_grad_seed_order(params: Params, data: MomentData):
+    """(risk, gradient) of the linear / limit models, hand-derived, tasks summed in the seed's order:
+    ``gv = mean r G U z_q``, ``gU = mean r (G v) z_q^T`` (``G`` symmetric)."""
+    a = data.zq @ params.U.T                               # U z_q        (n, Q, D)
+    Ga = jnp.einsum("njk,nqk->nqj", data.G, a)             # G U z_q      (n, Q, D)
+    f = Ga @ params.v
+    r = f - data.yq
+    N = r.size
+    Gv = jnp.einsum("nji,j->ni", data.G, params.v)         # G^T v        (n, D)
+    gv = seed_order_sum(jnp.einsum("nq,nqj->nj", r, Ga)) / N
+    gU = seed_order_sum(jnp.einsum("ni,nqj->nij", Gv, r[..., None] * data.zq)) / N
+    return _half_mse(f, data.yq, seed_order_sum), Params(gU, gv)
+
+
 VALUE_AND_GRAD = {"softmax": softmax_value_and_grad, "linear": linear_value_and_grad,
                   "limit": linear_value_and_grad}
+# the same gradients without the pair summation (C3d: how far rounding lets the off-block mass grow)
+VALUE_AND_GRAD_SEED_ORDER = {"softmax": softmax_value_and_grad_seed_order,
+                             "linear": linear_value_and_grad_seed_order,
+                             "limit": linear_value_and_grad_seed_order}
 _PREDICT = {"softmax": softmax_predict, "linear": linear_predict, "limit": linear_predict}
 _RISK = {"softmax": softmax_risk, "linear": linear_risk, "limit": linear_risk}
 

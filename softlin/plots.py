@@ -121,7 +121,7 @@ def c2_gradients(table, traj, metrics: dict, preset: str, protocol: dict, seed_l
             _loglog(a)
             a.set_title(f"{setting} ({g['token_kind'].iloc[0]}): {part} part", fontsize=9)
             if j == 0:
-                a.set_ylabel(f"RMS over blocks of $\\|\\nabla_{part} R_L - \\nabla_{part} R_\\infty\\|$")
+                a.set_ylabel(f"per-query L2 gap $(E\\|\\nabla_{part} \\ell_L - \\nabla_{part} \\ell_\\infty\\|^2)^{{1/2}}$")
         ax[0, j].legend(fontsize=5.5)
     for i, part in enumerate(("U", "v")):
         a = ax[i, -1]

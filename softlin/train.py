@@ -16,7 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
-from .models import (VALUE_AND_GRAD, _check_params, model_data, population_value_and_grad)
+from .models import (VALUE_AND_GRAD, VALUE_AND_GRAD_SEED_ORDER, _check_params, model_data,
+                     population_value_and_grad)
 from .params import Params
 from .tasks import Tasks, check_sigma
 
@@ -72,13 +73,24 @@ def _run(vg, data, params0, lr, steps, record_every, convention) -> Trajectory:
     return Trajectory(rec, losses, np.arange(0, steps + 1, record_every), final)
 
 
+REDUCTIONS = ("pairs", "seed_order")
+
+
 def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: float = 0.01,
                      steps: int = 2500, record_every: int = 20,
-                     convention: str = "standard") -> Trajectory:
-    """Gradient descent on the empirical risk of ``model`` over ``tasks`` at prompt length ``L``."""
+                     convention: str = "standard", reduction: str = "pairs") -> Trajectory:
+    """Gradient descent on the empirical risk of ``model`` over ``tasks`` at prompt length ``L``.
+
+    ``reduction``: ``"pairs"`` (antithetic partners summed first: the off-block gradient cancels
+    exactly) or ``"seed_order"`` (tasks summed in the seed's order, :func:`models.seed_order_sum`:
+    rounding asymmetries survive, as in the seed log's run).
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     data = model_data(model, tasks, L)
     p0 = _check_params(params0, tasks.d)
-    return _run(VALUE_AND_GRAD[model], data, p0, lr, steps, record_every, convention)
+    vg = (VALUE_AND_GRAD if reduction == "pairs" else VALUE_AND_GRAD_SEED_ORDER)[model]
+    return _run(vg, data, p0, lr, steps, record_every, convention)
 
 
 def population_gradient_descent(params0: Params, sigma, lr: float = 0.01, steps: int = 2500,

@@ -8,8 +8,26 @@ A criterion (written in the config before a run) is a mapping::
       - {measured: isotropic_gauss.slope_D_inf_max, op: between, value: [-0.65, -0.35]}
     inconclusive_unless:       # optional preconditions; if one fails the verdict is INCONCLUSIVE
       - {measured: isotropic_gauss.D_inf_max_rel_to_theta, op: "<", value: 0.05}
+    added_after_run: "why"     # only for a criterion added or changed after a run it judges
 
 ``measured`` is a dotted path into the claim's metrics (nested dicts; list items by index).
+
+Status rule (:func:`evaluate`), in this order:
+
+1. a precondition (``inconclusive_unless``) does not hold -> **INCONCLUSIVE**, whatever the main
+   tests say (a PASS whose preconditions fail is not a PASS);
+2. every main test (``all``) holds -> **PASS**;
+3. otherwise -> **FAIL**.
+
+A NaN measurement never satisfies a test (a NaN precondition gives INCONCLUSIVE, a NaN main
+test FAIL).  ``added_after_run`` is copied into the verdict, marked in the table and listed under
+it: git cannot show when a criterion was written, so a criterion written or changed after
+seeing a run's data says so.
+
+*Consistency checks* (the config's ``consistency_checks``) use the same schema but are not
+verdicts on the paper: they verify a code path or hold by construction (each carries a
+``reason``).  :func:`publish` evaluates them with the same rule and prints them in a separate,
+labelled table, never in the verdict list or its summary.
 """
 
 from __future__ import annotations
@@ -57,17 +75,22 @@ def _describe(test: dict) -> str:
     return f"{test['measured']} {test['op']} {v}"
 
 
+def status_of(main_ok: list[bool], pre_ok: list[bool]) -> str:
+    """The status rule: a failed precondition -> INCONCLUSIVE; else all main tests -> PASS; else FAIL."""
+    if not all(pre_ok):
+        return "INCONCLUSIVE"
+    return "PASS" if all(main_ok) else "FAIL"
+
+
 def evaluate(criterion: dict, metrics) -> dict:
-    """Evaluate one criterion: ``{id, statement, measured, threshold, status}``."""
+    """Evaluate one criterion: ``{id, statement, measured, threshold, preconditions, status}``
+    (plus ``note``, ``added_after_run``, ``reason`` when the criterion has them)."""
     tests = criterion["all"]
+    if not tests:
+        raise ValueError(f"criterion {criterion.get('id')!r} has no test in `all`")
     results = [_check(t, metrics) for t in tests]
     pre = [_check(t, metrics) for t in criterion.get("inconclusive_unless", [])]
-    if all(ok for ok, _ in results):
-        status = "PASS"
-    elif pre and not all(ok for ok, _ in pre):
-        status = "INCONCLUSIVE"
-    else:
-        status = "FAIL"
+    status = status_of([ok for ok, _ in results], [ok for ok, _ in pre])
     return {
         "id": criterion["id"],
         "statement": criterion["statement"],
@@ -76,7 +99,7 @@ def evaluate(criterion: dict, metrics) -> dict:
         "preconditions": [{"test": _describe(t), "measured": x, "holds": ok}
                           for t, (ok, x) in zip(criterion.get("inconclusive_unless", []), pre)],
         "status": status,
-        **({"note": criterion["note"]} if "note" in criterion else {}),
+        **{k: criterion[k] for k in ("note", "added_after_run", "reason") if k in criterion},
     }
 
 
@@ -90,31 +113,60 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "") -> str:
-    """A verdict table in Markdown, followed by optional extra sections."""
-    lines = [f"# {claim.upper()} verdict: {title}", "",
-             "| id | status | statement | measured | threshold |", "|---|---|---|---|---|"]
+def _table(verdicts: list[dict], mark_after_run: bool = True) -> list[str]:
+    lines = ["| id | status | statement | measured | threshold |", "|---|---|---|---|---|"]
     for v in verdicts:
         measured = "; ".join(f"`{k.split('.')[-1]}` = {_fmt(x)}" for k, x in v["measured"].items())
         thr = "; ".join(f"`{t}`" for t in v["threshold"])
         if v["preconditions"]:
             thr += " (conclusive only if " + "; ".join(
-                f"`{p['test']}`" for p in v["preconditions"]) + ")"
-        lines.append(f"| {v['id']} | **{v['status']}** | {v['statement']} | {measured} | {thr} |")
+                f"`{p['test']}`" + ("" if p["holds"] else f" [does not hold: {_fmt(p['measured'])}]")
+                for p in v["preconditions"]) + ")"
+        vid = v["id"] + (" (added after a run)" if mark_after_run and "added_after_run" in v else "")
+        lines.append(f"| {vid} | **{v['status']}** | {v['statement']} | {measured} | {thr} |")
+    return lines
+
+
+def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
+                checks: list[dict] | None = None) -> str:
+    """A verdict table in Markdown: the criteria added after a run listed under it, then the
+    consistency checks (a separate table, not verdicts), then optional extra sections."""
+    lines = [f"# {claim.upper()} verdict: {title}", ""] + _table(verdicts)
     counts = {s: sum(v["status"] == s for v in verdicts) for s in STATUSES}
     lines += ["", "Summary: " + ", ".join(f"{n} {s}" for s, n in counts.items()), ""]
+    late = [v for v in verdicts if "added_after_run" in v]
+    if late:
+        lines += ["Criteria added or changed after a run they judge (not predeclared):", ""] + [
+            f"* **{v['id']}**: {v['added_after_run']}" for v in late] + [""]
     notes = [v for v in verdicts if "note" in v]
     if notes:
         lines += ["Notes:", ""] + [f"* **{v['id']}**: {v['note']}" for v in notes] + [""]
+    if checks:
+        lines += ["## Consistency checks (not verdicts on the paper)", "",
+                  "These hold by construction or cannot fail; they verify the code path, not the "
+                  "paper's claim, and are not counted in the summary above.", ""] + _table(checks)
+        lines += [""] + [f"* **{c['id']}**: {c['reason']}" for c in checks if "reason" in c] + [""]
+        late_c = [c for c in checks if "added_after_run" in c]
+        if late_c:
+            lines += [f"* **{c['id']}** (added after a run): {c['added_after_run']}" for c in late_c] + [""]
     return "\n".join(lines) + ("\n" + extra if extra else "")
 
 
 def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_path,
-          extra_md: str = "") -> list[dict]:
-    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (a list) and ``verdict.md``."""
+          extra_md: str = "", checks: list[dict] | None = None,
+          checks_path=None) -> list[dict]:
+    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (a list) and ``verdict.md``.
+
+    ``checks`` (consistency checks) are evaluated by the same rule, printed in their own table in
+    the Markdown and, when ``checks_path`` is given, written there as a JSON list; never in
+    ``verdict.json``.  Returns the verdicts (criteria only).
+    """
     verdicts = [evaluate(c, metrics) for c in criteria]
+    checked = [evaluate(c, metrics) for c in (checks or [])]
     Path(json_path).write_text(json.dumps(verdicts, indent=2, default=float) + "\n")
-    Path(md_path).write_text(to_markdown(claim, title, verdicts, extra_md))
+    if checks_path is not None:
+        Path(checks_path).write_text(json.dumps(checked, indent=2, default=float) + "\n")
+    Path(md_path).write_text(to_markdown(claim, title, verdicts, extra_md, checked))
     return verdicts
 
 
@@ -158,17 +210,24 @@ def markdown_to_html(md: str) -> str:
            + "\n".join(out) + "</body></html>\n"
 
 
-def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str = "") -> None:
-    """The verdict table (and extra Markdown sections) as a standalone HTML page for the report."""
-    Path(path).write_text(markdown_to_html(to_markdown(claim, title, verdicts, extra_md)))
+def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str = "",
+               checks: list[dict] | None = None) -> None:
+    """The verdict table (and extra Markdown sections) as a standalone HTML page for the report;
+    ``checks`` are already evaluated consistency checks."""
+    Path(path).write_text(markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks)))
 
 
 def publish(claim: str, title: str, criteria: list[dict], metrics, outputs, extra_md: str = "",
-            log=None) -> list[dict]:
-    """A verdict rule's whole job: ``outputs.json`` / ``.md`` / ``.html`` written, one log line per criterion."""
-    verdicts = write(claim, title, criteria, metrics, outputs.json, outputs.md, extra_md)
-    write_html(outputs.html, claim, title, verdicts, extra_md)
-    for v in verdicts:
+            log=None, checks: list[dict] | None = None) -> list[dict]:
+    """A verdict rule's whole job: ``outputs.json`` / ``.md`` / ``.html`` written, one log line per
+    criterion.  ``checks``: the claim's consistency checks (config ``consistency_checks``), written
+    to ``outputs.consistency`` when the rule declares it and shown in their own table."""
+    checks_path = getattr(outputs, "consistency", None)
+    verdicts = write(claim, title, criteria, metrics, outputs.json, outputs.md, extra_md,
+                     checks, checks_path)
+    checked = [evaluate(c, metrics) for c in (checks or [])]
+    write_html(outputs.html, claim, title, verdicts, extra_md, checked)
+    for v in verdicts + checked:
         if log:
-            log(f"{v['id']}: {v['status']}")
+            log(f"{v['id']}: {v['status']}" + (" (consistency check)" if v in checked else ""))
     return verdicts

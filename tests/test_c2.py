@@ -58,3 +58,73 @@ def test_sweep_probes_hit_target_lambda():
         assert np.linalg.eigvalsh(root @ A @ sigma @ A @ root).max() == pytest.approx(target, rel=1e-10)
         assert pr["beta"] == pytest.approx(min(0.5, 1 / (4 * target)))
         assert pr["v"] == params.bayes_optimum(sigma).v.tolist()
+
+
+# --------------------------------------------------------------------------- per-query gap (issue #12)
+def _sub_tasks(t, pairs, n_query=None):
+    """The antithetic pairs ``pairs`` of ``t`` (both partners), optionally only the first queries."""
+    rows = np.concatenate([pairs, np.asarray(pairs) + t.n_pairs])
+    q = slice(None) if n_query is None else slice(0, n_query)
+    return T.Tasks(x=t.x[rows], w=t.w[rows], xq=t.xq[rows][:, q], sigma=t.sigma, token_kind=t.token_kind)
+
+
+def test_per_query_gaps_vs_autodiff_of_the_naive_loss():
+    """grad_gaps_per_query against per-(task, query) jacobians of the naive losses (plain autodiff of
+    softmax_predict / linear_predict): the mean squared gaps and the pooled difference."""
+    import jax
+    import jax.numpy as jnp
+    sigma = np.diag([2.0, 1.0, 0.5])
+    tk = T.sample(21, 3, sigma, 3, 2, 40)
+    star = params.bayes_optimum(sigma)
+    rng = np.random.default_rng(3)
+    plist = [Params(0.8 * star.U, star.v), Params(star.U + 0.2 * rng.normal(size=(4, 4)), star.v + 0.2 * rng.normal(size=4))]
+    Ls = [5, 40]
+    msq_U, msq_v, diff = conc.grad_gaps_per_query(plist, tk, Ls)
+    lim = models.model_data("limit", tk)
+
+    def per_query_loss(predict, data):
+        return lambda p: 0.5 * (predict(p, data) - data.yq) ** 2          # (n, Q)
+
+    for i, p in enumerate(plist):
+        p = Params(jnp.asarray(p.U), jnp.asarray(p.v))
+        J_inf = jax.jacrev(per_query_loss(models.linear_predict, lim))(p)
+        for j, L in enumerate(Ls):
+            J_L = jax.jacrev(per_query_loss(models.softmax_predict, models.prompt_data(tk, L)))(p)
+            dU = np.asarray(J_L.U - J_inf.U)                               # (n, Q, D, D)
+            dv = np.asarray(J_L.v - J_inf.v)
+            assert msq_U[i, j] == pytest.approx(np.mean(np.sum(dU ** 2, axis=(-2, -1))), rel=1e-10)
+            assert msq_v[i, j] == pytest.approx(np.mean(np.sum(dv ** 2, axis=-1)), rel=1e-10)
+            want = np.concatenate([dU.mean(axis=(0, 1)).ravel(), dv.mean(axis=(0, 1))])
+            np.testing.assert_allclose(diff[i, j], want, rtol=1e-10, atol=1e-13)
+    # the pooled difference is the gradient gap of the risks (grad_gaps, the fused kernel)
+    np.testing.assert_allclose(diff, conc.grad_gaps(plist, tk, Ls), rtol=1e-10, atol=1e-13)
+
+
+def test_slope_does_not_depend_on_block_size():
+    """The same 16 antithetic pairs x 4 queries split into 16 blocks of 1 pair or into 2 blocks of
+    8 pairs: the per-query gap (what the criteria read) gives the same curve and slopes, while the
+    former block-RMS estimator's slope moves (by more than 0.1 at some probe), so this test tells
+    the two apart."""
+    sigma = np.diag([2.0, 1.0, 0.5])
+    setting = dict(name="anisotropic", sigma=sigma.tolist(), token_kind="gauss")
+    probes = conc.probe_design(sigma, eq9=True, star=True, scaled_lambda=[0.2])
+    plist = [conc.probe_params(p) for p in probes]
+    Ls = [2 ** k for k in range(4, 13)]
+    big = T.sample(4711, 3, sigma, 16, 4, max(Ls))
+    fits = {}
+    for n_blocks in (16, 2):
+        per = 16 // n_blocks
+        blocks = [conc.grad_gaps_per_query(plist, _sub_tasks(big, np.arange(b * per, (b + 1) * per)), Ls)
+                  for b in range(n_blocks)]
+        msq = {"U": np.asarray([b[0] for b in blocks]), "v": np.asarray([b[1] for b in blocks])}
+        diff = np.asarray([b[2] for b in blocks])
+        _, fits[n_blocks] = c2.summarize(setting, probes, diff, Ls, 50, 0, msq)
+    moved = []
+    for name in fits[16]:
+        a, b = fits[16][name], fits[2][name]
+        for k in ("U", "v"):
+            assert a[k]["slope"] == pytest.approx(b[k]["slope"], abs=1e-9), (name, k)
+            assert a[k]["last"] == pytest.approx(b[k]["last"], rel=1e-9), (name, k)
+            moved.append(abs(a[f"blockrms_{k}"]["slope"] - b[f"blockrms_{k}"]["slope"]))
+    assert max(moved) > 0.1, moved
+

@@ -123,10 +123,56 @@ def test_predict_risk_grad_vs_reference(small_tasks, rng, d, L):
         tree_allclose(g, Params(gU, gv), rtol=1e-12)
 
 
-@pytest.mark.parametrize("d,Q", [(3, 1), (3, 2), (3, 4), (4, 2), (6, 4), (3, 3), (7, 2)])
+def test_seed_order_sum_is_the_sequential_block_order():
+    """Blocks of 16 tasks summed, block sums accumulated in order: ((B0 + B1) + B2), so 1e16 + 1 - 1e16
+    rounds to 0 (plain float arithmetic), where adding partners 0 and 32 first would give 1."""
+    x = np.zeros((40, 2))
+    x[0, 0], x[16, 0], x[32, 0] = 1e16, 1.0, -1e16
+    x[3, 1], x[20, 1], x[39, 1] = 2.0, 3.0, 4.0
+    got = np.asarray(models.seed_order_sum(jnp.asarray(x)))
+    assert got[0] == (1e16 + 1.0) + -1e16 == 0.0
+    assert got[1] == 9.0
+    assert float(models.pair_sum(jnp.asarray(x))[0]) != got[0]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_seed_order_grads_vs_reference(rng, model):
+    """The seed-order (no pair summation) risks and gradients against the numpy reference; 40 tasks
+    span three blocks of 16."""
+    t = T.sample(11, 3, spd(rng, 3), n_pairs=20, n_query=2, l_max=13)
+    rt = ref_tasks(t)
+    p = random_params(rng, 3)
+    data = models.model_data(model, t, 9)
+    val, g = jax.jit(models.VALUE_AND_GRAD_SEED_ORDER[model])(p, data)
+    loss, gU, gv = ref_loss_grad(model, rt, p.U, p.v, 9)
+    tree_allclose(val, loss, rtol=1e-12)
+    tree_allclose(g, Params(gU, gv), rtol=1e-12)
+
+
+def test_seed_order_training_vs_paired():
+    """Gradient descent with reduction="seed_order" follows the paired run to rounding level, and an
+    unknown reduction is refused."""
+    from softlin import train
+    t = T.sample(12, 3, ANISO, n_pairs=20, n_query=2, l_max=32)
+    p0 = P.init_eq9(ANISO)
+    a = train.gradient_descent("softmax", p0, t, L=32, steps=50, record_every=10)
+    b = train.gradient_descent("softmax", p0, t, L=32, steps=50, record_every=10, reduction="seed_order")
+    tree_allclose(b.final, a.final, rtol=1e-12)
+    with pytest.raises(ValueError, match="reduction"):
+        train.gradient_descent("softmax", p0, t, L=32, steps=50, record_every=10, reduction="nope")
+
+
+# the C++ kernel's template instances are D = d + 1 in 3..6 with Q in {1, 2, 4} (softmax_moments.cc,
+# pick / pick_q); anything else takes its generic path.  C5 runs D = 6, Q = 1.
+TEMPLATE_CASES = [(D - 1, Q) for D in (3, 4, 5, 6) for Q in (1, 2, 4)]
+GENERIC_CASES = [(3, 3), (5, 3), (6, 2), (7, 1)]  # Q = 3 at D = 4, 6; D = 7, 8
+
+
+@pytest.mark.parametrize("d,Q", TEMPLATE_CASES + GENERIC_CASES)
 def test_fused_moments_vs_xla_vs_reference(rng, d, Q):
-    """All template instances (D in 4..7, Q in 1, 2, 4) and the generic path (Q = 3, D = 8), on a
-    prefix L < l_max and on the full prompt (L = 13, 21: both have a tail modulo 8)."""
+    """Every template instance (D = d + 1 in 3..6, Q in 1, 2, 4) and the generic path (Q = 3;
+    D = 7, 8) against the numpy reference (an independent oracle), on a prefix L < l_max and on the
+    full prompt (L = 13, 21: both have a tail modulo 8)."""
     if not fused.available():
         pytest.skip("fused C++ kernel not built on this machine")
     t = T.sample(9, d, spd(rng, d), n_pairs=3, n_query=Q, l_max=21)

@@ -3,7 +3,11 @@
 ``||grad R_L(theta) - grad R_inf(theta)||`` on the same tasks (U and v parts separately):
 
 * at the C1 probes and at a threshold sweep (``A`` of ``theta*`` scaled so that ``lambda_max(M)``
-  crosses 1/2), over independent task blocks (bootstrap standard errors);
+  crosses 1/2): the per-query L2 gap ``sqrt(E ||grad l_L - grad l_inf||^2)`` (``l`` the loss of
+  one prompt and query; what Prop. 3.4 bounds), with standard errors over independent task blocks;
+  its expectation does not depend on the block size.  (The former measure, the RMS over blocks of
+  the block-mean gap, mixed an O(1/L) bias with a fluctuation divided by the tasks per block, so
+  its slope moved with ``n_pairs`` and ``n_query``; it is kept as the diagnostic ``blockrms_*``.)
 * along C3's ``linear(inf)`` trajectory (max over the recorded steps: the seed log's "C2e").
 """
 
@@ -43,29 +47,39 @@ def split(vecs, d: int):
 
 def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_pairs: int,
             n_query: int, progress=print) -> dict:
-    """Per-block gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1)."""
+    """Per block: mean squared per-query gradient gaps ``msq_U``, ``msq_v`` (n_blocks, n_probes, n_L)
+    and the block-mean gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1)."""
     plist = [conc.probe_params(p) for p in probes]
-    diffs = []
+    msq_U, msq_v, diffs = [], [], []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
-        diffs.append(conc.grad_gaps(plist, tasks, Ls))
+        mu, mv, df = conc.grad_gaps_per_query(plist, tasks, Ls)
+        msq_U.append(mu)
+        msq_v.append(mv)
+        diffs.append(df)
         progress(f"block {b + 1}/{n_blocks} done")
-    return dict(diff=np.asarray(diffs), Ls=np.asarray(Ls),
-                probe_names=np.asarray([p["name"] for p in probes]))
+    return dict(msq_U=np.asarray(msq_U), msq_v=np.asarray(msq_v), diff=np.asarray(diffs),
+                Ls=np.asarray(Ls), probe_names=np.asarray([p["name"] for p in probes]))
 
 
-def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int):
+def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None):
     """Rows per (probe, L) and fits per probe and part.
 
-    ``gap_U`` / ``gap_v``: RMS over task blocks of the block gradient gap,
-    ``sqrt(mean_b ||Delta_b||^2)`` (delta-method s.e.; the criteria use it);
+    ``gap_U`` / ``gap_v``: the per-query L2 gradient gap ``sqrt(mean ||grad l_L - grad l_inf||^2)``
+    over every task and query, from the per-block means ``msq = {"U": ..., "v": ...}``
+    (n_blocks, n_probes, n_L) (delta-method s.e. over blocks; the criteria use it);
     ``pooled_U`` / ``pooled_v``: the gap of the gradients pooled over every task,
-    ``||mean_b Delta_b||`` (block-bootstrap s.e.), the literal ``||grad R_L - grad R_inf||``.
+    ``||mean_b Delta_b||`` (block-bootstrap s.e.), the literal ``||grad R_L - grad R_inf||``;
+    ``blockrms_U`` / ``blockrms_v``: the former measure, RMS over blocks of the block-mean gap
+    ``sqrt(mean_b ||Delta_b||^2)`` (its slope depends on the block size; diagnostic only).
     """
     d = len(setting["sigma"])
     diff = np.asarray(diff)
+    if msq is None:
+        raise ValueError("summarize needs the per-query mean squared gaps msq (c2.measure's msq_U, msq_v)")
     parts = dict(zip(PARTS, split(diff, d)))
-    rms = {k: conc.rms_over_blocks(np.sum(x ** 2, axis=-1)) for k, x in parts.items()}
+    rms = {k: conc.rms_over_blocks(np.asarray(msq[k])) for k in PARTS}
+    blockrms = {k: conc.rms_over_blocks(np.sum(x ** 2, axis=-1)) for k, x in parts.items()}
     pooled = {k: conc.norm_over_blocks(x, n_boot, seed) for k, x in parts.items()}
     rows, fits = [], {}
     for i, pr in enumerate(probes):
@@ -76,7 +90,9 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
             for k in PARTS:
                 row.update({f"gap_{k}": float(rms[k][0][i, j]), f"gap_{k}_se": float(rms[k][1][i, j]),
                             f"pooled_{k}": float(pooled[k][0][i, j]),
-                            f"pooled_{k}_se": float(pooled[k][1][i, j])})
+                            f"pooled_{k}_se": float(pooled[k][1][i, j]),
+                            f"blockrms_{k}": float(blockrms[k][0][i, j]),
+                            f"blockrms_{k}_se": float(blockrms[k][1][i, j])})
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
         for k in PARTS:
@@ -84,6 +100,8 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
             f[k] = dict(cs, slope_plus_beta=cs["slope"] + pr["beta"])
             pc = conc.curve_summary(Ls, pooled[k][0][i], pooled[k][1][i])
             f[f"pooled_{k}"] = dict(pc, slope_plus_beta=pc["slope"] + pr["beta"])
+            bc = conc.curve_summary(Ls, blockrms[k][0][i], blockrms[k][1][i])
+            f[f"blockrms_{k}"] = dict(bc, slope_plus_beta=bc["slope"] + pr["beta"])
         fits[f"{setting['name']}/{pr['name']}"] = f
     return rows, fits
 

@@ -18,20 +18,48 @@ AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_baye
 FITTED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
 
 
-def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print) -> dict:
-    """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L."""
+SEED_ORDER = "seedorder_"  # prefix of the trajectories trained without pair summation (C3d)
+
+
+def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print,
+                  seed_order: bool = False) -> dict:
+    """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L.
+
+    ``seed_order``: also train ``limit`` and ``softmax(L)`` with the tasks summed in the seed's
+    order instead of pairing antithetic partners first (``train.gradient_descent(...,
+    reduction="seed_order")``), stored with the prefix ``seedorder_``: the runs on which C3d
+    measures how far a rounding-level asymmetry grows (the paired runs keep it at 0 by construction).
+    """
     p0 = params.init_eq9(tasks.sigma)
-    out = trajectory_arrays("limit", train.gradient_descent(
-        "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention))
+    reductions = ("pairs", "seed_order") if seed_order else ("pairs",)
+    out = {}
+    for red in reductions:
+        pre = SEED_ORDER if red == "seed_order" else ""
+        out.update(trajectory_arrays(pre + "limit", train.gradient_descent(
+            "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention,
+            reduction=red)))
     progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
     for i, L in enumerate(Ls):
         for model in ("softmax", "linear"):
             traj = train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
                                           record_every=record_every, convention=convention)
             out.update(trajectory_arrays(f"{model}_L{L}", traj))
+        if seed_order:
+            traj = train.gradient_descent("softmax", p0, tasks, L=L, lr=lr, steps=steps,
+                                          record_every=record_every, convention=convention,
+                                          reduction="seed_order")
+            out.update(trajectory_arrays(f"{SEED_ORDER}softmax_L{L}", traj))
         progress(f"L={L} done ({i + 1}/{len(Ls)})")
     out["Ls"] = np.asarray(Ls)
     return out
+
+
+def _offblock_max_along(traj, name) -> float:
+    """Largest off-block mass (U or v part) over the recorded iterates and the final one."""
+    rec, _, _, final = trajectory_from(traj, name)
+    mu, mv = metrics.offblock_mass(rec)
+    fu, fv = metrics.offblock_mass(final)
+    return float(max(np.max(mu), np.max(mv), fu, fv))
 
 
 def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
@@ -44,6 +72,12 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
                 R_final=float(inf_loss[-1]), theta_inf_norm=theta_inf_norm,
                 offblock_inf_U=float(ob_inf[0]), offblock_inf_v=float(ob_inf[1]),
                 dist_bayes_inf=float(metrics.theta_dist(inf_final, star)))
+    seed_order = f"{SEED_ORDER}limit_U" in traj
+    if seed_order:
+        _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}limit")
+        ob_so = metrics.offblock_mass(so_final)
+        info.update(offblock_seed_order_inf_U=float(ob_so[0]), offblock_seed_order_inf_v=float(ob_so[1]),
+                    offblock_seed_order_inf_along=_offblock_max_along(traj, f"{SEED_ORDER}limit"))
     eval_data = models.prompt_data(eval_tasks, int(eval_L))
     rows = []
     for L in Ls:
@@ -61,6 +95,11 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
             R_pop_at_eval=float(models.risk_of("softmax", s_final, eval_data)),
             R_init=info["R_init"], dist_bayes=float(metrics.theta_dist(s_final, star)),
             offblock_U=float(ob[0]), offblock_v=float(ob[1]), theta_inf_norm=theta_inf_norm))
+        if seed_order:
+            _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}softmax_L{L}")
+            ob_so = metrics.offblock_mass(so_final)
+            rows[-1].update(offblock_seed_order_U=float(ob_so[0]), offblock_seed_order_v=float(ob_so[1]),
+                            offblock_seed_order_along=_offblock_max_along(traj, f"{SEED_ORDER}softmax_L{L}"))
     return rows, info
 
 
@@ -75,6 +114,25 @@ def average_seeds(rows_by_seed: list[list[dict]]) -> list[dict]:
             row[k] = float(vals.mean())
             row[k + "_sem"] = float(vals.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
         out.append(row)
+    return out
+
+
+def offblock_summary(per_seed: list[dict], infos: list[dict]) -> dict:
+    """C3d's numbers: off-block mass of the final iterates (as the seed log printed it), max over
+    every run; ``limit_max`` / ``softmax_max`` for the paired runs (0 by construction),
+    ``seed_order`` for the runs without pair summation (where rounding can grow), with the
+    max over recorded iterates and the runs above 1e-12."""
+    out = {"limit_max": max(max(i["offblock_inf_U"], i["offblock_inf_v"]) for i in infos),
+           "softmax_max": max(max(r["offblock_U"], r["offblock_v"]) for r in per_seed)}
+    if infos and "offblock_seed_order_inf_U" in infos[0]:
+        fin = [max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]) for r in per_seed]
+        out["seed_order"] = {
+            "limit_max": max(max(i["offblock_seed_order_inf_U"], i["offblock_seed_order_inf_v"]) for i in infos),
+            "softmax_max": max(fin),
+            "limit_max_along": max(i["offblock_seed_order_inf_along"] for i in infos),
+            "softmax_max_along": max(r["offblock_seed_order_along"] for r in per_seed),
+            "softmax_above_1e-12": [f"{r['setting']}/{r['token_kind']} seed {r['seed']} L={r['L']}: {x:.2g}"
+                                    for r, x in zip(per_seed, fin) if x > 1e-12]}
     return out
 
 

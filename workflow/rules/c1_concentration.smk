@@ -118,9 +118,11 @@ rule c1_verdict:
     output:
         json="results/c1/verdict.json",
         md="results/c1/verdict.md",
+        consistency="results/c1/consistency.json",
         html=report("results/c1/verdict.html", category="C1 concentration", caption="../report/verdict.rst"),
     params:
         criteria=C1["criteria"],
+        checks=C1.get("consistency_checks", []),
         preset=PRESET,
     resources:
         runtime=1,

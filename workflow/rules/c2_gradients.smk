@@ -138,9 +138,11 @@ rule c2_verdict:
     output:
         json="results/c2/verdict.json",
         md="results/c2/verdict.md",
+        consistency="results/c2/consistency.json",
         html=report("results/c2/verdict.html", category="C2 gradient concentration", caption="../report/verdict.rst"),
     params:
         criteria=C2["criteria"],
+        checks=C2.get("consistency_checks", []),
         preset=PRESET,
     resources:
         runtime=1,

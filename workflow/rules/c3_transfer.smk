@@ -29,7 +29,8 @@ rule c3_sample:
 
 
 rule c3_train:
-    """linear(inf) once, softmax(L) and linear(L) for every L, from Eq. (9)."""
+    """linear(inf) once, softmax(L) and linear(L) for every L, from Eq. (9); with
+    offblock_seed_order also linear(inf) and softmax(L) without pair summation (C3d)."""
     input:
         tasks="results/c3/tasks/{setting}_s{seed}.npz",
         code=KERNEL_SOURCES + pkg("io.py", "progress.py", "claims/c3.py"),
@@ -41,10 +42,13 @@ rule c3_train:
         steps=C3["steps"],
         record_every=C3["record_every"],
         convention=C3["loop_convention"],
+        seed_order=C3["offblock_seed_order"],
     threads: C3["threads"]
     resources:
         # measured: about 2 ms per softmax step at L = 4096 (96 tasks x 2 queries) on one core
-        runtime=lambda w: 5 + int(C3["steps"] * sum(C3["L"]) * C3["n_pairs"] * 1e-9),
+        # (the seed-order runs of C3d add one softmax training per L)
+        runtime=lambda w: 5 + int(C3["steps"] * sum(C3["L"]) * C3["n_pairs"] * 1e-9
+                                  * (2 if C3["offblock_seed_order"] else 1)),
         mem_mb=lambda w: 1000 + int(C3["n_pairs"] * max(C3["L"]) * C3["d"] * 8 * 12 / 1e6),
     group:
         "c3_train"
@@ -115,9 +119,11 @@ rule c3_verdict:
     output:
         json="results/c3/verdict.json",
         md="results/c3/verdict.md",
+        consistency="results/c3/consistency.json",
         html=report("results/c3/verdict.html", category="C3 transfer", caption="../report/verdict.rst"),
     params:
         criteria=C3["criteria"],
+        checks=C3.get("consistency_checks", []),
         compare_seed_log=C3["compare_seed_log"],
         preset=PRESET,
     conda:

@@ -95,9 +95,11 @@ rule c4_verdict:
     output:
         json="results/c4/verdict.json",
         md="results/c4/verdict.md",
+        consistency="results/c4/consistency.json",
         html=report("results/c4/verdict.html", category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
     params:
         criteria=C4["criteria"],
+        checks=C4.get("consistency_checks", []),
         preset=PRESET,
     resources:
         runtime=1,

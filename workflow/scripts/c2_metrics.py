@@ -15,7 +15,8 @@ rows, fits = [], {}
 for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
     with np.load(path) as f:
         diff, Ls, probes = f["diff"], f["Ls"], json.loads(str(f["probes_json"]))
-    r, fi = c2.summarize(design[name], probes, diff, Ls, p.n_boot, p.seed)
+        msq = {"U": f["msq_U"], "v": f["msq_v"]}
+    r, fi = c2.summarize(design[name], probes, diff, Ls, p.n_boot, p.seed, msq)
     rows += r
     fits.update(fi)
 sweep = {name: c2.sweep_summary(fits, name) for name in p.sweep["settings"]}

@@ -36,8 +36,7 @@ table = pd.DataFrame(averaged).rename(columns={"R_pop_at_eval": eval_col, "R_pop
 table[columns].to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 pd.DataFrame(per_seed).rename(columns={"R_pop_at_eval": eval_col}).to_csv(
     snakemake.output.per_seed, index=False, float_format="%.17g")  # noqa: F821
-offblock = {"limit_max": max(max(i["offblock_inf_U"], i["offblock_inf_v"]) for i in infos),
-            "softmax_max": max(max(r["offblock_U"], r["offblock_v"]) for r in per_seed)}
+offblock = c3.offblock_summary(per_seed, infos)
 save_json(snakemake.output.metrics, {"fits": fits, "infos": infos, "offblock": offblock,  # noqa: F821
                                       "protocol": p.protocol, "L": p.L})
 log("done")

@@ -12,6 +12,7 @@ p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c3 train {w.setting} seed {w.seed}")  # noqa: F821
 tasks = Tasks.load(snakemake.input.tasks)  # noqa: F821
-out = train_setting(tasks, p.L, p.lr, p.steps, p.record_every, p.convention, progress=log)
+out = train_setting(tasks, p.L, p.lr, p.steps, p.record_every, p.convention, progress=log,
+                    seed_order=p.seed_order)
 save_npz(snakemake.output[0], **out)  # noqa: F821
 log("saved")

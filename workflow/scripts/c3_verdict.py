@@ -23,4 +23,4 @@ if p.compare_seed_log:
     extra = seedlog.to_markdown(rows)
 title = f"transfer of the optimisation analysis (preset {p.preset})"
 verdict.publish("c3", title, criteria, metrics, snakemake.output,  # noqa: F821
-                extra, log=log)
+                extra, log=log, checks=list(p.checks))

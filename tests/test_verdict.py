@@ -1,0 +1,189 @@
+"""verdict.evaluate: every status combination against a hand-written table, the Markdown of late
+criteria and consistency checks, and the seed log's own C3 outcome from its printed numbers."""
+import itertools
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import yaml
+
+from softlin import verdict
+
+ROOT = Path(__file__).parents[1]
+CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+SEED_LOG = json.loads((ROOT / "workflow" / "resources" / "seed_log_c3.json").read_text())
+
+# one metric per state: a test "x < 1" holds for 0.5, fails for 2.0, and NaN never holds
+VALUE = {"holds": 0.5, "fails": 2.0, "nan": float("nan")}
+
+
+def _crit(main: list[str], pre: list[str] | None):
+    c = {"id": "X", "statement": "s",
+         "all": [{"measured": f"m{i}", "op": "<", "value": 1} for i in range(len(main))]}
+    if pre is not None:
+        c["inconclusive_unless"] = [{"measured": f"p{i}", "op": "<", "value": 1} for i in range(len(pre))]
+    metrics = {f"m{i}": VALUE[s] for i, s in enumerate(main)}
+    metrics.update({f"p{i}": VALUE[s] for i, s in enumerate(pre or [])})
+    return c, metrics
+
+
+# the status table, written out by hand (not derived from verdict.status_of):
+# main tests x preconditions -> status
+TABLE = [
+    # no preconditions
+    (["holds"], None, "PASS"),
+    (["holds", "holds"], None, "PASS"),
+    (["fails"], None, "FAIL"),
+    (["holds", "fails"], None, "FAIL"),
+    (["nan"], None, "FAIL"),
+    # an empty precondition list is no precondition
+    (["holds"], [], "PASS"),
+    (["fails"], [], "FAIL"),
+    # preconditions all hold: the main tests decide
+    (["holds"], ["holds"], "PASS"),
+    (["holds", "holds"], ["holds", "holds"], "PASS"),
+    (["fails"], ["holds"], "FAIL"),
+    (["holds", "fails"], ["holds", "holds"], "FAIL"),
+    (["nan"], ["holds"], "FAIL"),
+    # a precondition fails: INCONCLUSIVE whatever the main tests say (never PASS)
+    (["holds"], ["fails"], "INCONCLUSIVE"),
+    (["holds", "holds"], ["holds", "fails"], "INCONCLUSIVE"),
+    (["fails"], ["fails"], "INCONCLUSIVE"),
+    (["holds", "fails"], ["fails", "holds"], "INCONCLUSIVE"),
+    (["holds"], ["nan"], "INCONCLUSIVE"),
+    (["nan"], ["nan"], "INCONCLUSIVE"),
+]
+
+
+@pytest.mark.parametrize("main,pre,expected", TABLE)
+def test_status_table(main, pre, expected):
+    c, metrics = _crit(main, pre)
+    v = verdict.evaluate(c, metrics)
+    assert v["status"] == expected
+    assert [p["holds"] for p in v["preconditions"]] == [s == "holds" for s in (pre or [])]
+
+
+def test_every_combination_up_to_two_tests():
+    """Exhaustive: any failed precondition -> INCONCLUSIVE; else PASS iff every main test holds."""
+    states = list(VALUE)
+    for n_main, n_pre in itertools.product((1, 2), (0, 1, 2)):
+        for main in itertools.product(states, repeat=n_main):
+            for pre in itertools.product(states, repeat=n_pre):
+                c, metrics = _crit(list(main), list(pre) if n_pre else None)
+                status = verdict.evaluate(c, metrics)["status"]
+                if any(s != "holds" for s in pre):
+                    assert status == "INCONCLUSIVE", (main, pre)
+                elif all(s == "holds" for s in main):
+                    assert status == "PASS", (main, pre)
+                else:
+                    assert status == "FAIL", (main, pre)
+
+
+@pytest.mark.parametrize("op,value,x,holds", [
+    ("<", 1, 0.99, True), ("<", 1, 1.0, False), ("<=", 1, 1.0, True), (">", 1, 1.0, False),
+    (">=", 1, 1.0, True), ("==", 0, 0, True), ("==", 0, 1, False),
+    ("between", [-0.65, -0.35], -0.5, True), ("between", [-0.65, -0.35], -0.3, False),
+    ("between", [-0.65, -0.35], -0.65, True), ("outside", [0, 1], 1.5, True), ("outside", [0, 1], 0.5, False),
+])
+def test_operators(op, value, x, holds):
+    c = {"id": "X", "statement": "s", "all": [{"measured": "a.b.0", "op": op, "value": value}]}
+    assert verdict.evaluate(c, {"a": {"b": [x]}})["status"] == ("PASS" if holds else "FAIL")
+
+
+def test_missing_metric_names_the_path():
+    c = {"id": "X", "statement": "s", "all": [{"measured": "a.nope", "op": "<", "value": 1}]}
+    with pytest.raises(KeyError, match="a.nope"):
+        verdict.evaluate(c, {"a": {"b": 1}})
+
+
+def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
+    crit = [{"id": "K1", "statement": "kept", "all": [{"measured": "x", "op": "<", "value": 1}]},
+            {"id": "K2", "statement": "late", "added_after_run": "replaced K0 after run 1",
+             "all": [{"measured": "x", "op": ">", "value": 1}]}]
+    checks = [{"id": "Z1", "statement": "by construction", "reason": "pair summation makes it exact",
+               "all": [{"measured": "x", "op": "<", "value": 1}]}]
+    out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
+                          consistency=tmp_path / "c.json")
+    vs = verdict.publish("c9", "t", crit, {"x": 0.5}, out, checks=checks)
+    assert [v["status"] for v in vs] == ["PASS", "FAIL"]
+    saved = json.loads(out.json.read_text())
+    assert [v["id"] for v in saved] == ["K1", "K2"]          # the checks are not verdicts
+    assert saved[1]["added_after_run"] == "replaced K0 after run 1" and "added_after_run" not in saved[0]
+    cons = json.loads(out.consistency.read_text())
+    assert [(c["id"], c["status"], c["reason"]) for c in cons] == [("Z1", "PASS", "pair summation makes it exact")]
+    md = out.md.read_text()
+    assert "| K2 (added after a run) | **FAIL** |" in md
+    assert "* **K2**: replaced K0 after run 1" in md
+    assert "Summary: 1 PASS, 1 FAIL, 0 INCONCLUSIVE" in md             # Z1 not counted
+    head, tail = md.split("## Consistency checks")
+    assert "Z1" not in head and "| Z1 | **PASS** |" in tail
+    assert "Consistency checks" in out.html.read_text()
+
+
+def test_publish_without_checks_writes_an_empty_consistency_list(tmp_path):
+    out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
+                          consistency=tmp_path / "c.json")
+    verdict.publish("c9", "t", [{"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}],
+                    {"x": 0}, out)
+    assert json.loads(out.consistency.read_text()) == []
+
+
+# --------------------------------------------------------------------------- the seed log's C3 outcome
+def _ols(x, y):
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def seed_log_metrics() -> dict:
+    """C3's metrics rebuilt from the numbers the seed log printed (not from our runs)."""
+    fits = {}
+    for f in SEED_LOG["fits"]:
+        D = {k: float(x) for k, x in f["D_inf_max"].items()}
+        fits[{"isotropic_gauss": "isotropic_gauss", "anisotropic_gauss": "anisotropic_gauss",
+              "isotropic_RADEMACHER_control": "isotropic_rademacher"}[f["config"]]] = {
+            "n_increases_D_inf_max": int(D["n_increases"]), "slope_D_inf_max": D["slope"],
+            "D_inf_max_rel_to_theta": float(f["D_inf_max_rel_to_theta"]),
+            "n_increases_R_pop_at_L": int(f["R_pop_at_L"]["n_increases"]),
+            "R_pop_rel_to_init": float(f["R_pop_rel_to_init"]),
+            "dist_bayes_ratio": float(f["dist_bayes"]["ratio"]),
+            "D_inf_max_small_over_large": D["first"] / D["last"]}
+    rad = next(r for r in SEED_LOG["runs"] if r["token_kind"] == "rademacher")["rows"][-4:]
+    fits["isotropic_rademacher"]["slope_last4_D_inf_max"] = _ols(
+        np.log10([r["L"] for r in rad]), np.log10([float(r["D_inf_max"]) for r in rad]))
+    # the seed trained without pair summation: its printed off-block values are what C3d measures
+    seed_order = {"limit_max": max(float(r["theta_inf"]["offblock_U"]) for r in SEED_LOG["runs"]),
+                  "softmax_max": max(float(x["offblock_U"]) for r in SEED_LOG["runs"] for x in r["rows"])}
+    return {"fits": fits, "offblock": {"seed_order": seed_order}, "seed_log": {"n_mismatch": 0}}
+
+
+def test_seed_log_c3_outcome_reproduced():
+    """The config's C3 criteria on the seed log's printed numbers: 6 PASS, 3 FAIL, 2 INCONCLUSIVE,
+    criterion by criterion as the seed log reports them."""
+    metrics = seed_log_metrics()
+    assert metrics["fits"]["isotropic_rademacher"]["slope_last4_D_inf_max"] == pytest.approx(-0.045, abs=0.002)
+    criteria = list(CONFIG["c3"]["criteria"]) + [
+        {"id": "C3-seed-log", "statement": "s", "all": [{"measured": "seed_log.n_mismatch", "op": "==", "value": 0}]}]
+    got = {c["id"]: verdict.evaluate(c, metrics)["status"] for c in criteria}
+    expected = {"C3a-isotropic": "FAIL", "C3a-anisotropic": "FAIL", "C3b-isotropic": "PASS",
+                "C3b-anisotropic": "PASS", "C3c-isotropic": "FAIL", "C3c-anisotropic": "PASS",
+                "C3d": "PASS", "C3e-i-isotropic": "INCONCLUSIVE", "C3e-i-anisotropic": "INCONCLUSIVE",
+                "C3e-ii": "PASS", "C3-seed-log": "PASS"}
+    assert got == expected
+    counts = {s: sum(v == s for v in got.values()) for s in verdict.STATUSES}
+    assert counts == {"PASS": 6, "FAIL": 3, "INCONCLUSIVE": 2}
+
+
+def test_config_criteria_are_well_formed():
+    """Every criterion and consistency check of C1-C4 has tests; a consistency check says why it is
+    one; a criterion changed after a run says so in added_after_run (a non-empty reason)."""
+    for claim in ("c1", "c2", "c3", "c4"):
+        for c in CONFIG[claim]["criteria"] + CONFIG[claim].get("consistency_checks", []):
+            assert c["all"], c["id"]
+            if "added_after_run" in c:
+                assert c["added_after_run"].strip(), c["id"]
+        for c in CONFIG[claim].get("consistency_checks", []):
+            assert c.get("reason", "").strip(), c["id"]
+        ids = [c["id"] for c in CONFIG[claim]["criteria"] + CONFIG[claim].get("consistency_checks", [])]
+        assert len(ids) == len(set(ids)), claim
