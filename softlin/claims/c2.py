@@ -48,7 +48,7 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
     diffs = []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
-        diffs.append(conc.grad_gaps(plist, tasks, Ls))
+        diffs.append(np.asarray(conc.grad_gaps(plist, tasks, Ls)))  # computed, not dispatched
         progress(f"block {b + 1}/{n_blocks} done")
     return dict(diff=np.asarray(diffs), Ls=np.asarray(Ls),
                 probe_names=np.asarray([p["name"] for p in probes]))
@@ -130,7 +130,7 @@ def along_trajectory(traj, tasks, Ls, progress=print) -> dict:
     """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run; max over steps."""
     rec, _, step, _ = trajectory_from(traj, "limit")
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
-    diff = conc.grad_gaps(plist, tasks, Ls)  # (n_rec, n_L, K)
+    diff = np.asarray(conc.grad_gaps(plist, tasks, Ls))  # (n_rec, n_L, K), computed before the progress line
     dU, dv = split(diff, tasks.d)
     gaps = {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1),
             "full": np.linalg.norm(diff, axis=-1)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import metrics, models, params, train
+from .._jax import jax
 from ..io import trajectory_arrays, trajectory_from
 
 AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_bayes",
@@ -19,16 +20,20 @@ FITTED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
 
 
 def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print) -> dict:
-    """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L."""
+    """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L.
+
+    Each progress line is printed once its arrays exist (``jax.device_get`` waits for JAX's
+    asynchronous dispatch), so the log says where the job is.
+    """
     p0 = params.init_eq9(tasks.sigma)
-    out = trajectory_arrays("limit", train.gradient_descent(
-        "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention))
+    out = jax.device_get(trajectory_arrays("limit", train.gradient_descent(
+        "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention)))
     progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
     for i, L in enumerate(Ls):
         for model in ("softmax", "linear"):
             traj = train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
                                           record_every=record_every, convention=convention)
-            out.update(trajectory_arrays(f"{model}_L{L}", traj))
+            out.update(jax.device_get(trajectory_arrays(f"{model}_L{L}", traj)))
         progress(f"L={L} done ({i + 1}/{len(Ls)})")
     out["Ls"] = np.asarray(Ls)
     return out
