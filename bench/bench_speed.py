@@ -142,6 +142,7 @@ def main() -> None:
     ap.add_argument("--c3", action="store_true")
     ap.add_argument("--c3-old-layout", action="store_true")
     ap.add_argument("--numpy-runs", type=int, default=None)
+    ap.add_argument("--c3-cache", help="JAX compilation cache to use as it is (no untimed warm-up run)")
     args = ap.parse_args()
 
     lines = []
@@ -162,9 +163,11 @@ def main() -> None:
         print(f"test suite: {lines[-1][1]}", flush=True)
 
     if args.c3:
-        cache = tempfile.mkdtemp(prefix="softlin-jax-cache-")
-        print("C3: a first, untimed run fills the JAX compilation cache ...", flush=True)
-        c3_run(cache, [])
+        cache = args.c3_cache
+        if not cache:
+            cache = tempfile.mkdtemp(prefix="softlin-jax-cache-")
+            print("C3: a first, untimed run fills the JAX compilation cache ...", flush=True)
+            c3_run(cache, [])
         new = c3_run(cache, [])
         print(f"snakemake c3 (threads 2 per training job): {new:.1f} s", flush=True)
         old = None

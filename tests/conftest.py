@@ -80,5 +80,5 @@ def smoke_built(tmp_path_factory):
     from test_workflow import SMOKE, copy_repo, smk
 
     repo = copy_repo(tmp_path_factory.mktemp("smoke"))
-    smk(repo, *SMOKE)
+    smk(repo, *SMOKE, timeout=1800)  # ~1.5 min on two idle cores; a loaded machine needs far more
     return repo

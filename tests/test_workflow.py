@@ -37,10 +37,10 @@ def copy_repo(dst: Path) -> Path:
     return dst
 
 
-def smk(cwd, *args, check=True):
+def smk(cwd, *args, check=True, timeout=900):
     env = dict(os.environ, PYTHONPATH=str(cwd))
     proc = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
