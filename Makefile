@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test smoke report bench clean
+.PHONY: run test smoke report bench slurm clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ smoke: $(STAMP)              ## the whole workflow at the smoke preset (minutes)
 
 report: $(STAMP)             ## browsable HTML report of the last run
 	$(BIN)/snakemake --workflow-profile workflow/profiles/default --report report.html $(ARGS)
+
+slurm: $(STAMP)              ## add the SLURM executor plugin (the `slurm` extra) for workflow/profiles/slurm
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[slurm]"
 
 clean:                       ## remove computed results (keeps the environment)
 	rm -rf results figures report.html .snakemake

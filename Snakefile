@@ -4,8 +4,8 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-
-configfile: "config/config.yaml"
+# config/config.yaml (the defaults), the preset and --configfile/--config are merged and validated
+# in workflow/rules/common.smk
 
 
 include: "workflow/rules/common.smk"

@@ -66,6 +66,22 @@ else
   log "targets: ${TARGETS[*]} (chosen in $(( $(date +%s) - t0 ))s)"
 fi
 
+# ----------------------------------------------------------------- plugin --
+# The SLURM executor plugin is the optional `slurm` extra (pyproject.toml): it probes the SLURM
+# tools every time snakemake starts (`scontrol show config`, up to 10 s when no controller
+# answers, i.e. on this machine once the cluster is down), so the local venv does not carry it.
+# Here it goes, at the pinned versions, into a side directory that only this test puts on
+# PYTHONPATH (sbatch --export=ALL hands it to the jobs): after the test, a plain snakemake from
+# .venv/bin still starts without it.
+PLUGIN_DIR="${SLURM_CI_PLUGIN_DIR:-$REPO/.venv/slurm-plugin}"
+t0=$(date +%s)
+"$REPO/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+  --target "$PLUGIN_DIR" --upgrade -c "$REPO/constraints.txt" \
+  snakemake-executor-plugin-slurm snakemake-executor-plugin-slurm-jobstep \
+  || { log "could not install the SLURM executor plugin into $PLUGIN_DIR"; exit 2; }
+export PYTHONPATH="$PLUGIN_DIR${PYTHONPATH:+:$PYTHONPATH}"
+log "SLURM executor plugin (extra \`slurm\`) in $PLUGIN_DIR ($(( $(date +%s) - t0 ))s)"
+
 # ------------------------------------------------------------------- test --
 log "bash .ci/slurm/test_slurm.sh . --config preset=smoke -- ${TARGETS[*]}  (limit ${TOTAL_TIMEOUT}s)"
 rc=0

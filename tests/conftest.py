@@ -70,3 +70,15 @@ def small_tasks():
 @pytest.fixture(scope="session")
 def jax_x64():
     return jax
+
+
+@pytest.fixture(scope="session")
+def smoke_built(tmp_path_factory):
+    """A copy of the repository with the whole workflow built at the smoke preset, once per session
+    (tests/test_workflow.py plans changes against it; tests/test_failures.py compares bits with it).
+    Tests may only read it or run dry runs on it (test_workflow's batch edits plots.py last)."""
+    from test_workflow import SMOKE, copy_repo, smk
+
+    repo = copy_repo(tmp_path_factory.mktemp("smoke"))
+    smk(repo, *SMOKE, timeout=1800)  # ~1.5 min on two idle cores; a loaded machine needs far more
+    return repo

@@ -1,26 +1,33 @@
 """The Snakemake workflow: config validation before any job, and reruns of exactly what a change touches.
 
-These tests run ``snakemake`` on a temporary copy of the repository (no results/ of its own).
-The rerun test builds the whole workflow at the smoke preset once (about a minute), then checks
-dry runs: nothing changed -> nothing planned; a C3 knob changed -> only C3 jobs (and the C2 job
-that reads C3's trajectories); a plotting module touched -> only figure jobs.
+These tests run ``snakemake`` on temporary copies of the repository (no results/ of their own).
+The rerun tests use the session's smoke build (``smoke_built`` in conftest.py: the whole workflow
+at the smoke preset, built once and shared with tests/test_failures.py), then check dry runs:
+nothing changed -> nothing planned; a C3 knob changed -> only C3 jobs (and the C2 job that reads
+C3's trajectories); a C5 test-set change -> no training; a plotting module touched -> only figure
+jobs.  Every dry run of this module (those, the bad configs, the paper preset) runs in ONE Python
+process (tests/smk_batch.py), so the module pays one Snakemake start-up instead of fifteen.
 """
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 COPY = ["Snakefile", "config", "workflow", "softlin", "symbolic"]
+SMOKE = ["--config", "preset=smoke"]
 
 
 def copy_repo(dst: Path) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
     for name in COPY:
         src = ROOT / name
         if src.is_dir():
@@ -30,13 +37,33 @@ def copy_repo(dst: Path) -> Path:
     return dst
 
 
-def smk(cwd, *args, check=True):
+def smk(cwd, *args, check=True, timeout=900):
     env = dict(os.environ, PYTHONPATH=str(cwd))
     proc = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+def smk_batch(steps, workdir: Path) -> list:
+    """Run ``steps`` (``(cwd, [args])`` command lines, or ``{"append": path, "text": ...}`` edits)
+    in one Python process; a result per command line with ``returncode``, ``stdout`` (its
+    stdout and stderr) and ``stderr`` (empty)."""
+    plan = []
+    for i, step in enumerate(steps):
+        if isinstance(step, dict):
+            plan.append({k: str(v) for k, v in step.items()})
+        else:
+            cwd, args = step
+            plan.append([str(cwd), ["--cores", "2", *args], str(workdir / f"smk_batch_{i}.out")])
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "smk_batch.py")], input=json.dumps(plan),
+                          capture_output=True, text=True, timeout=900, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [None if isinstance(step, dict) else
+            SimpleNamespace(returncode=rc, stdout=Path(plan[i][2]).read_text(), stderr="")
+            for i, (step, rc) in enumerate(zip(steps, codes))]
 
 
 def planned(proc) -> dict:
@@ -48,41 +75,7 @@ def planned(proc) -> dict:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", block, re.M)}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    repo = copy_repo(tmp_path_factory.mktemp("repo"))
-    smk(repo, "--config", "preset=smoke")
-    return repo
-
-
-def test_nothing_changed_nothing_planned(built):
-    assert planned(smk(built, "-n", "--config", "preset=smoke")) == {}
-
-
-# C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so
-# a C3 protocol change legitimately reruns that C2 job and C2's summaries; nothing else.
-C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2"}
-
-
-def test_c3_knob_reruns_only_c3_and_its_consumers(built):
-    (built / "knob.yaml").write_text("c3: {lr: 0.02}\n")
-    jobs = planned(smk(built, "-n", "--config", "preset=smoke", "--configfile", "knob.yaml"))
-    assert jobs, "a changed C3 learning rate must rerun the C3 trainings"
-    assert "c3_train" in jobs and "c3_sample" not in jobs, jobs
-    others = {name for name in jobs if not name.startswith("c3") and name != "all"}
-    assert others <= C3_CONSUMERS, others
-    assert "c2_measure" not in jobs  # C2's own probe measurements do not depend on C3
-
-
-def test_plotting_edit_reruns_only_figures(built):
-    plots = built / "softlin" / "plots.py"
-    plots.write_text(plots.read_text() + "\n# edited\n")
-    jobs = planned(smk(built, "-n", "--config", "preset=smoke"))
-    assert jobs and all(name.endswith("_figure") or name in ("c1", "c2", "c3", "c4", "c5", "all")
-                        for name in jobs), jobs
-
-
-@pytest.mark.parametrize("override, key", [
+BAD_CONFIGS = [
     ("c3: {steps: -5}", "steps"),
     ("c3: {steps: ten}", "steps"),
     ("c3: {no_such_knob: 1}", "no_such_knob"),
@@ -90,29 +83,76 @@ def test_plotting_edit_reruns_only_figures(built):
     ("c3: {settings: {anisotropic: {sigma: [2.0, 0.0, 0.5]}}}", "['anisotropic']['sigma']"),  # singular diagonal
     ("c3: {record_every: 7}", "c3.record_every"),
     ("preset: nonexistent", "preset"),
-])
-def test_bad_config_rejected_before_any_job(tmp_path, override, key):
-    repo = copy_repo(tmp_path)
-    (repo / "bad.yaml").write_text(override + "\n")
-    proc = smk(repo, "-n", "--configfile", "bad.yaml", check=False)
+]
+
+
+@pytest.fixture(scope="module")
+def dry(smoke_built, tmp_path_factory):
+    """Every dry run of this module, in one Snakemake process: name -> result (and the repos)."""
+    base = tmp_path_factory.mktemp("dry")
+    cfg = copy_repo(base / "cfg")
+    for i, (override, _) in enumerate(BAD_CONFIGS):
+        (cfg / f"bad{i}.yaml").write_text(override + "\n")
+    paper = copy_repo(base / "paper")
+    (smoke_built / "knob.yaml").write_text("c3: {lr: 0.02}\n")
+    named = [
+        ("nothing", (smoke_built, ["-n", *SMOKE])),
+        ("c3_knob", (smoke_built, ["-n", *SMOKE, "--configfile", "knob.yaml"])),
+        ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
+        # last on the smoke build: touch a plotting module, then plan
+        ("edit_plots", {"append": smoke_built / "softlin" / "plots.py", "text": "\n# edited\n"}),
+        ("plots", (smoke_built, ["-n", *SMOKE])),
+        ("paper", (paper, ["c5", "-n", "--config", "preset=paper"])),
+        ("paper_grouped", (paper, ["c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"])),
+    ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
+    results = smk_batch([step for _, step in named], base)
+    return SimpleNamespace(cfg_repo=cfg, **{name: res for (name, _), res in zip(named, results)})
+
+
+def test_nothing_changed_nothing_planned(dry):
+    assert planned(dry.nothing) == {}
+
+
+# C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so
+# a C3 protocol change legitimately reruns that C2 job and C2's summaries; nothing else.
+C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2"}
+
+
+def test_c3_knob_reruns_only_c3_and_its_consumers(dry):
+    jobs = planned(dry.c3_knob)
+    assert jobs, "a changed C3 learning rate must rerun the C3 trainings"
+    assert "c3_train" in jobs and "c3_sample" not in jobs, jobs
+    others = {name for name in jobs if not name.startswith("c3") and name != "all"}
+    assert others <= C3_CONSUMERS, others
+    assert "c2_measure" not in jobs  # C2's own probe measurements do not depend on C3
+
+
+def test_plotting_edit_reruns_only_figures(dry):
+    jobs = planned(dry.plots)
+    assert jobs and all(name.endswith("_figure") or name in ("c1", "c2", "c3", "c4", "c5", "all")
+                        for name in jobs), jobs
+
+
+@pytest.mark.parametrize("i", range(len(BAD_CONFIGS)), ids=[o for o, _ in BAD_CONFIGS])
+def test_bad_config_rejected_before_any_job(dry, i):
+    key = BAD_CONFIGS[i][1]
+    proc = getattr(dry, f"bad{i}")
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert key in text, text[-2000:]
-    assert not (repo / "results").exists()
+    assert not (dry.cfg_repo / "results").exists()
 
 
-def test_paper_preset_plans_38_trainings_and_groups_on_request(tmp_path):
+def test_paper_preset_plans_38_trainings_and_groups_on_request(dry):
     """SPEC/issue: `snakemake c5 --config preset=paper` plans one training job per (model, L): 38;
     c5.L_per_job = 5 (typed from --config) groups them into 2 x ceil(19 / 5) = 8 jobs."""
-    repo = copy_repo(tmp_path)
-    assert planned(smk(repo, "c5", "-n", "--config", "preset=paper"))["c5_train"] == 38
-    jobs = planned(smk(repo, "c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"))
-    assert jobs["c5_train"] == 8
+    assert planned(dry.paper)["c5_train"] == 38
+    assert planned(dry.paper_grouped)["c5_train"] == 8
 
 
-def test_c5_test_set_change_reruns_no_training(built):
+def test_c5_test_set_change_reruns_no_training(dry):
     """A larger C5 test set (typed from --config) reruns the evaluation and what reads it, no training."""
-    before = planned(smk(built, "-n", "--config", "preset=smoke"))  # other tests may have left work
-    jobs = planned(smk(built, "-n", "--config", "preset=smoke", "c5={eval: {n_test: 2048}}"))
+    before = planned(dry.nothing)
+    jobs = planned(dry.c5_test_set)
     assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
     assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "all"}, jobs

@@ -91,6 +91,9 @@ if [ -x "$VENV/bin/python" ]; then
   export PATH="$VENV/bin:$PATH"   # sbatch --export=ALL hands it to the jobs
 fi
 command -v snakemake >/dev/null || { echo "snakemake not on PATH (set SLURM_CI_VENV)" >&2; exit 2; }
+python -c "import snakemake_executor_plugin_slurm" 2>/dev/null || {
+  echo "the SLURM executor plugin is not installed: it is the optional extra \`slurm\`" \
+       "(pip install -e \".[slurm]\", or \`make slurm\`; .ci/slurm_smoke.sh installs it itself)" >&2; exit 2; }
 
 log() { echo "[test_slurm $(date +%T)] $*" >&2; }
 now() { date +%s.%N; }

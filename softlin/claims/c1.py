@@ -30,7 +30,7 @@ def measure(setting: dict, Ls, seed: int, n_blocks: int, n_pairs: int, n_query: 
     msq = []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
-        msq.append(conc.output_sq_gaps(setting["probes"], tasks, Ls))
+        msq.append(np.asarray(conc.output_sq_gaps(setting["probes"], tasks, Ls)))  # computed, not dispatched
         progress(f"block {b + 1}/{n_blocks} done")
     return dict(msq=np.asarray(msq), Ls=np.asarray(Ls),
                 probe_names=np.asarray([p["name"] for p in setting["probes"]]))

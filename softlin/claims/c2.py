@@ -53,7 +53,8 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
     msq_U, msq_v, diffs = [], [], []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
-        mu, mv, df = conc.grad_gaps_per_query(plist, tasks, Ls)
+        # computed, not dispatched: the progress line after this block reports work done
+        mu, mv, df = (np.asarray(x) for x in conc.grad_gaps_per_query(plist, tasks, Ls))
         msq_U.append(mu)
         msq_v.append(mv)
         diffs.append(df)
@@ -148,7 +149,7 @@ def along_trajectory(traj, tasks, Ls, progress=print) -> dict:
     """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run; max over steps."""
     rec, _, step, _ = trajectory_from(traj, "limit")
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
-    diff = conc.grad_gaps(plist, tasks, Ls)  # (n_rec, n_L, K)
+    diff = np.asarray(conc.grad_gaps(plist, tasks, Ls))  # (n_rec, n_L, K), computed before the progress line
     dU, dv = split(diff, tasks.d)
     gaps = {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1),
             "full": np.linalg.norm(diff, axis=-1)}

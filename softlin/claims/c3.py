@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import metrics, models, params, train
+from .._jax import jax
 from ..io import trajectory_arrays, trajectory_from
 
 AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_bayes",
@@ -29,26 +30,28 @@ def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print
     order instead of pairing antithetic partners first (``train.gradient_descent(...,
     reduction="seed_order")``), stored with the prefix ``seedorder_``: the runs on which C3d
     measures how far a rounding-level asymmetry grows (the paired runs keep it at 0 by construction).
+    Each progress line is printed once its arrays exist (``jax.device_get`` waits for JAX's
+    asynchronous dispatch), so the log says where the job is.
     """
     p0 = params.init_eq9(tasks.sigma)
     reductions = ("pairs", "seed_order") if seed_order else ("pairs",)
     out = {}
     for red in reductions:
         pre = SEED_ORDER if red == "seed_order" else ""
-        out.update(trajectory_arrays(pre + "limit", train.gradient_descent(
+        out.update(jax.device_get(trajectory_arrays(pre + "limit", train.gradient_descent(
             "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention,
-            reduction=red)))
+            reduction=red))))
     progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
     for i, L in enumerate(Ls):
         for model in ("softmax", "linear"):
             traj = train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
                                           record_every=record_every, convention=convention)
-            out.update(trajectory_arrays(f"{model}_L{L}", traj))
+            out.update(jax.device_get(trajectory_arrays(f"{model}_L{L}", traj)))
         if seed_order:
             traj = train.gradient_descent("softmax", p0, tasks, L=L, lr=lr, steps=steps,
                                           record_every=record_every, convention=convention,
                                           reduction="seed_order")
-            out.update(trajectory_arrays(f"{SEED_ORDER}softmax_L{L}", traj))
+            out.update(jax.device_get(trajectory_arrays(f"{SEED_ORDER}softmax_L{L}", traj)))
         progress(f"L={L} done ({i + 1}/{len(Ls)})")
     out["Ls"] = np.asarray(Ls)
     return out

@@ -114,7 +114,8 @@ def run_setting(sigma, cfg: dict, progress=print) -> dict:
     p0 = params.init_eq9(s)
     out = dict(t=t, alpha=params.init_eq9(s).v[-1], alpha_max=params.alpha_max(s))
 
-    gd = train.population_gradient_descent(p0, s, lr=lr, steps=steps, record_every=every).params
+    gd = jax.block_until_ready(
+        train.population_gradient_descent(p0, s, lr=lr, steps=steps, record_every=every).params)
     ode, info = ode_flow(s, p0, t, cfg["ode"]["method"], cfg["ode"]["rtol"], cfg["ode"]["atol"])
     A0, b0 = block_of(p0)
     Ar, br, rinfo = reduced_flow(s, A0, float(b0), t, cfg["ode"]["method"], cfg["ode"]["rtol"],

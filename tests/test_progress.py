@@ -1,0 +1,38 @@
+"""Progress lines report work done, not work dispatched (JAX dispatch is asynchronous)."""
+import re
+
+import numpy as np
+
+from softlin.claims import c3
+from softlin.tasks import sample
+
+
+def test_c3_progress_line_follows_its_arrays(monkeypatch):
+    """Each ``L=... done`` line of a C3 training job comes after the job has fetched (waited for)
+    that L's softmax and linear trajectories; the job's output holds numpy arrays only."""
+    events = []
+    real_get = c3.jax.device_get
+
+    def device_get(tree):
+        out = real_get(tree)
+        events.append(("fetched", set(tree)))
+        return out
+
+    monkeypatch.setattr(c3.jax, "device_get", device_get)
+    tasks = sample(7, 2, np.eye(2), 2, 1, 16, "gauss")
+    out = c3.train_setting(tasks, [4, 16], 0.01, 20, 10, "seed",
+                           progress=lambda msg: events.append(("progress", msg)))
+    fetched = set()
+    n_lines = 0
+    for kind, what in events:
+        if kind == "fetched":
+            fetched |= what
+            continue
+        n_lines += 1
+        if what.startswith("linear(inf) done"):
+            assert "limit_U" in fetched, events
+        m = re.match(r"L=(\d+) done", what)
+        if m:
+            assert {f"softmax_L{m.group(1)}_U", f"linear_L{m.group(1)}_U"} <= fetched, (what, events)
+    assert n_lines == 3
+    assert all(isinstance(v, np.ndarray) for v in out.values()), {k: type(v) for k, v in out.items()}
