@@ -143,11 +143,12 @@ def test_bad_config_rejected_before_any_job(dry, i):
     assert not (dry.cfg_repo / "results").exists()
 
 
-def test_paper_preset_plans_38_trainings_and_groups_on_request(dry):
-    """SPEC/issue: `snakemake c5 --config preset=paper` plans one training job per (model, L): 38;
-    c5.L_per_job = 5 (typed from --config) groups them into 2 x ceil(19 / 5) = 8 jobs."""
-    assert planned(dry.paper)["c5_train"] == 38
-    assert planned(dry.paper_grouped)["c5_train"] == 8
+def test_paper_preset_plans_one_training_and_groups_on_request(dry):
+    """`snakemake c5 --config preset=paper` plans one training job for the 38 runs (both models at
+    19 lengths on one batch stream: each batch drawn once); c5.L_per_job = 5 (typed from --config)
+    splits the lengths into ceil(19 / 5) = 4 jobs, each training both models."""
+    assert planned(dry.paper)["c5_train"] == 1
+    assert planned(dry.paper_grouped)["c5_train"] == 4
 
 
 def test_c5_test_set_change_reruns_no_training(dry):
