@@ -259,13 +259,14 @@ def c5_metrics_config():
 
 
 def c5_step_seconds(Ls):
-    """Predicted CPU seconds of one joint step of a group (both models, shared stream; measured
-    with bench/bench_c5.py: drawing the batch ~1e-5 s per token of the longest prompt, softmax
-    moments ~2.2e-6 s per token per run, at batch 128, d = 5), on one thread."""
+    """Predicted CPU seconds of one joint step of a group (both models, shared stream) on one
+    thread, at batch 128, d = 5: drawing the batch ~6.8e-6 s per token of the longest prompt, the
+    softmax moments ~1.1e-6 s per token per run, ~4 ms for everything else (bench/bench_c5.py on
+    an idle machine: 17.3 ms per step of the paper layout)."""
     c5 = config["c5"]
     per_stream = 1 if c5["streams"] == "shared" else len(Ls)
-    draw = 1e-5 * (max(Ls) if per_stream == 1 else sum(Ls))
-    return (5e-4 + draw + 2.2e-6 * sum(Ls)) * c5["batch"] / 128
+    draw = 6.8e-6 * (max(Ls) if per_stream == 1 else sum(Ls))
+    return (4e-3 + draw + 1.1e-6 * sum(Ls)) * c5["batch"] / 128
 
 
 def c5_groups():
