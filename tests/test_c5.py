@@ -5,7 +5,7 @@ import pytest
 
 from softlin._jax import jax, jnp
 from softlin import baselines, fused, models, online, stream
-from softlin.claims import c5
+from softlin.claims import c5, c5_eval
 from softlin.params import Params
 
 SIGMA = online.kms_sigma(5, 0.5)
@@ -419,9 +419,9 @@ def test_train_run_and_split():
 def test_plateau_drop():
     """plateau_drop: ~0 on a flat noisy curve, the fitted relative fall on a linear one."""
     rng = np.random.default_rng(0)
-    assert abs(c5.plateau_drop(1 + 0.001 * rng.normal(size=1000), 0.1)) < 0.01
+    assert abs(c5_eval.plateau_drop(1 + 0.001 * rng.normal(size=1000), 0.1)) < 0.01
     y = np.linspace(2.0, 1.0, 1000)
-    assert c5.plateau_drop(y, 0.1) == pytest.approx(0.1 * 1.0 / 1.05, rel=0.02)
+    assert c5_eval.plateau_drop(y, 0.1) == pytest.approx(0.1 * 1.0 / 1.05, rel=0.02)
 
 
 def test_run_convergence():
@@ -431,12 +431,12 @@ def test_run_convergence():
     conv = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
     step = np.arange(1, 101) * 10
     curve = np.where(step < 400, 1.0, 0.2)
-    r = c5.run_convergence(curve, step, conv)
+    r = c5_eval.run_convergence(curve, step, conv)
     assert r["escape_step"] == 400 and r["converged"] and r["final"] == pytest.approx(0.2)
-    stuck = c5.run_convergence(np.full(100, 0.7), step, conv)
+    stuck = c5_eval.run_convergence(np.full(100, 0.7), step, conv)
     assert stuck["escape_step"] is None and not stuck["converged"] and abs(stuck["rel_drop_end"]) < 1e-12
-    falling = c5.run_convergence(np.linspace(1.0, 0.1, 100), step, conv)
+    falling = c5_eval.run_convergence(np.linspace(1.0, 0.1, 100), step, conv)
     assert falling["escape_step"] is not None and not falling["converged"]
     # escaped and flat, but on an intermediate plateau above a member of the class: not converged
-    assert c5.run_convergence(curve, step, conv, reference=0.15)["converged"] is False
-    assert c5.run_convergence(curve, step, conv, reference=0.195)["converged"] is True
+    assert c5_eval.run_convergence(curve, step, conv, reference=0.15)["converged"] is False
+    assert c5_eval.run_convergence(curve, step, conv, reference=0.195)["converged"] is True

@@ -76,7 +76,7 @@ def to_markdown(rows: list[dict]) -> str:
     """The comparison as a Markdown table, mismatches first."""
     n_bad = sum(r["match"] is False for r in rows)
     n_ok = sum(r["match"] is True for r in rows)
-    lines = [f"## The seed log's printed numbers beside ours", "",
+    lines = ["## The seed log's printed numbers beside ours", "",
              f"{n_ok} equal to the printed digits, {n_bad} different, "
              f"{sum(r['match'] is None for r in rows)} not compared (off-block rounding noise).", "",
              "| where | quantity | seed log | ours | |", "|---|---|---|---|---|"]

@@ -46,7 +46,8 @@ rule c5_metrics:
     input:
         runs=[f"results/c5/runs/L{g}.npz" for g in C5_JOBS],
         code=KERNEL_SOURCES + SYMBOLIC_SOURCES
-        + pkg("online.py", "stream.py", "csrc/online_batch.cc", "baselines.py", "io.py", "claims/c5.py"),
+        + pkg("online.py", "stream.py", "csrc/online_batch.cc", "baselines.py", "io.py", "claims/c5.py",
+              "claims/c5_eval.py"),
     output:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",

@@ -6,7 +6,7 @@ os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from softlin.claims import c5  # noqa: E402
+from softlin.claims import c5, c5_eval  # noqa: E402
 from softlin.io import save_json  # noqa: E402
 from softlin.params import Params  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
@@ -20,10 +20,10 @@ for path in snakemake.input.runs:  # noqa: F821
 Ls = list(p.cfg["L"])
 stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
          for m in p.cfg["models"]}
-rows = c5.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
+rows = c5_eval.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
-metrics = c5.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg)
+metrics = c5_eval.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg)
 metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
                           for (m, L), k in zip(runs, losses)}
 metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}

@@ -1,0 +1,183 @@
+"""C5 evaluation and convergence: test risks of the trained models and baselines, per-run convergence, metrics.
+
+``evaluate`` scores every trained model and the baselines (:mod:`softlin.baselines`) on one fixed
+held-out test set (nested prompts: the length-L test prompt is the first L tokens of the longest,
+same queries, same prompts for both models); ``run_convergence`` reads one run's logged training
+loss; ``summarize`` turns the per-L table and the loss logs into the metrics the predeclared
+criteria read.  Kept apart from :mod:`softlin.claims.c5` (training) so that a change here reruns
+the evaluation, not the training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import baselines, online, stream
+from .._jax import jax, jnp
+from ..params import Params
+from .c5 import task_of
+
+PREDICTORS = ("softmax", "linear", "ridge", "gd", "limit_opt", "softmax_at_inf", "linear_at_inf")
+PAIRS = {"gap": ("softmax", "linear"), "softmax_minus_ridge": ("softmax", "ridge"),
+         "linear_minus_ridge": ("linear", "ridge")}
+
+
+def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
+    """A compiled chunk evaluation: squared errors (n_L, n_predictors, n) on one test batch."""
+    sp = jnp.asarray(task.sigma_prompt)
+    law = task.law()
+
+    @jax.jit
+    def chunk(key, j, Ls, soft: Params, lin: Params):
+        b = stream.sample(law, key, j, n, l_max, f64)
+        zq = b.zq[:, None, :]
+        f_opt = baselines.limit_optimum_predict(b.w, zq)
+        y = b.yq
+
+        def per_L(args):
+            L, ps, pl = args
+            keep = (jnp.arange(l_max) < L).astype(b.zT.dtype)
+            G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
+            preds = (online.predict("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
+                     baselines.ridge_predict(G, zq, L, task.noise_var, task.w_var),
+                     baselines.gd_predict(G, zq, sp), f_opt,
+                     baselines.limit_predict(ps, b.w, zq, sp, task.noise_var),
+                     baselines.limit_predict(pl, b.w, zq, sp, task.noise_var))
+            return jnp.stack([(f - y) ** 2 for f in preds])
+
+        return jax.lax.map(per_L, (Ls, soft, lin))
+
+    return chunk
+
+
+def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[dict]:
+    """Test risks (mean squared error, standard error over test prompts) per L.
+
+    ``soft`` / ``lin``: trained (U, v) stacked over ``Ls``.  The test set is the stream of the
+    evaluation seed (independent of training), step ``j`` = test chunk ``j``, prompts at the
+    largest L (nested).  Also paired differences (same test prompts) with their standard errors,
+    and the closed-form one-step GD risk.
+    """
+    task = task_of(cfg)
+    ev = cfg["eval"]
+    n, n_chunks = ev["chunk"], ev["n_test"] // ev["chunk"]
+    l_max = max(Ls)
+    fn = _make_eval(task, n, l_max, cfg["sample_dtype"] == "float64")
+    key = stream.stream_key(ev["seed"], 0)
+    Ls_j = jnp.asarray(Ls, jnp.int64)
+    soft = Params(jnp.asarray(soft.U), jnp.asarray(soft.v))
+    lin = Params(jnp.asarray(lin.U), jnp.asarray(lin.v))
+    s1 = np.zeros((len(Ls), len(PREDICTORS)))
+    s2 = np.zeros_like(s1)
+    d1 = {k: np.zeros(len(Ls)) for k in PAIRS}
+    d2 = {k: np.zeros(len(Ls)) for k in PAIRS}
+    idx = {p: i for i, p in enumerate(PREDICTORS)}
+    for j in range(n_chunks):
+        e = np.asarray(fn(key, j, Ls_j, soft, lin))  # (n_L, n_pred, n)
+        s1 += e.sum(-1)
+        s2 += (e ** 2).sum(-1)
+        for k, (a, b) in PAIRS.items():
+            diff = e[:, idx[a]] - e[:, idx[b]]
+            d1[k] += diff.sum(-1)
+            d2[k] += (diff ** 2).sum(-1)
+        if progress and (j + 1) % max(1, n_chunks // 4) == 0:
+            progress(f"evaluated {(j + 1) * n} / {n_chunks * n} test prompts")
+    N = n * n_chunks
+
+    def mean_se(a1, a2):
+        m = a1 / N
+        return m, np.sqrt(np.maximum(a2 / N - m ** 2, 0.0) / (N - 1))
+
+    rows = []
+    for i, L in enumerate(Ls):
+        row = {"L": int(L), "n_test": N}
+        for p in PREDICTORS:
+            m, se = mean_se(s1[i, idx[p]], s2[i, idx[p]])
+            row[f"R_{p}"], row[f"R_{p}_se"] = float(m), float(se)
+        for k in PAIRS:
+            m, se = mean_se(d1[k][i], d2[k][i])
+            row[k], row[f"{k}_se"] = float(m), float(se)
+        row["R_gd_closed"] = baselines.gd_risk_closed(L, task.sigma_prompt, task.sigma_query,
+                                                      task.noise_var, task.w_var)
+        row["R_inf_exact"] = float(baselines.limit_optimum_risk(task.noise_var))
+        rows.append(row)
+    return rows
+
+
+def plateau_drop(loss, frac: float) -> float:
+    """Relative decrease of the logged loss over the last ``frac`` of training, from an OLS line:
+    ``-slope * window / mean`` (positive: still falling)."""
+    loss = np.asarray(loss, dtype=float)
+    k = max(3, int(round(frac * loss.size)))
+    y = loss[-k:]
+    x = np.arange(k, dtype=float)
+    slope = np.polyfit(x, y, 1)[0]
+    return float(-slope * k / y.mean())
+
+
+def run_convergence(loss, loss_step, conv: dict, reference: float | None = None) -> dict:
+    """Per-run convergence from the logged training loss (criterion C5c).
+
+    ``initial``: the first logged window's loss; ``escape_step``: the first logged step at which
+    the loss is below ``escape_frac`` x initial (None: never); ``rel_drop_end``:
+    :func:`plateau_drop` over the last ``window_frac`` of the log; ``final``: the mean loss over
+    that window.  ``reference`` (linear attention): the risk of one member of the model class
+    (one-step preconditioned GD, closed form), which a converged run cannot exceed by more than
+    ``reference_tol`` (relative): flatness alone also holds on an intermediate plateau.
+    ``converged``: escaped, flat, and within the reference if there is one.
+    """
+    loss = np.asarray(loss, dtype=float)
+    initial = float(loss[0])
+    below = np.nonzero(loss < conv["escape_frac"] * initial)[0]
+    escape = int(loss_step[below[0]]) if below.size else None
+    drop = plateau_drop(loss, conv["window_frac"])
+    k = max(3, int(round(conv["window_frac"] * loss.size)))
+    final = float(loss[-k:].mean())
+    ok = escape is not None and drop < conv["max_rel_drop"]
+    out = {"initial": initial, "final": final, "escape_step": escape, "rel_drop_end": drop}
+    if reference is not None:
+        out["reference"] = float(reference)
+        out["final_over_reference"] = final / reference
+        ok = ok and final <= (1.0 + conv["reference_tol"]) * reference
+    out["converged"] = bool(ok)
+    return out
+
+
+def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
+    """Metrics of the predeclared criteria (see config ``c5.criteria``)."""
+    Ls = np.array([r["L"] for r in rows])
+    noise = cfg["noise_var"]
+    third = max(1, len(Ls) // 3)
+    gap = np.array([r["gap"] for r in rows])
+    rel_gap = gap / np.array([r["R_linear"] for r in rows])
+    out = {"L": Ls.tolist(), "L_min": int(Ls[0]), "L_max": int(Ls[-1]),
+           "gap_rel_at_Lmax": float(abs(rel_gap[-1])), "gap_rel_at_Lmin": float(abs(rel_gap[0])),
+           "gap_abs_low_third": float(np.mean(np.abs(gap[:third]))),
+           "gap_abs_high_third": float(np.mean(np.abs(gap[-third:])))}
+    out["gap_shrink_ratio"] = out["gap_abs_high_third"] / max(out["gap_abs_low_third"], 1e-300)
+    for m in ("softmax", "linear"):
+        exc = np.array([r[f"R_{m}"] for r in rows]) - noise
+        out[m] = {"excess_rel_at_Lmax": float(exc[-1] / noise), "excess_rel_at_Lmin": float(exc[0] / noise),
+                  "excess_ratio": float(exc[-1] / exc[0]) if exc[0] > 0 else float("nan"),
+                  "R_at_Lmax": rows[-1][f"R_{m}"], "R_at_Lmin": rows[0][f"R_{m}"]}
+    task = task_of(cfg)
+    r_gd = {int(r["L"]): baselines.gd_risk_closed(r["L"], task.sigma_prompt, task.sigma_query,
+                                                   task.noise_var, task.w_var) for r in rows}
+    runs = {k: run_convergence(v, loss_step, cfg["convergence"],
+                               r_gd[int(k.split("_L")[1])] if k.startswith("linear") else None)
+            for k, v in losses.items()}
+    bad = sorted(k for k, r in runs.items() if not r["converged"])
+    drops = {k: r["rel_drop_end"] for k, r in runs.items()}
+    out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),
+                          "unconverged": bad, "n_never_escaped": sum(r["escape_step"] is None
+                                                                     for r in runs.values()),
+                          "rel_drop_end_max": float(max(drops.values())),
+                          "worst_run": max(drops, key=drops.get)}
+    below = 0
+    for r in rows:
+        for k in ("softmax_minus_ridge", "linear_minus_ridge"):
+            below += int(r[k] < -3 * r[f"{k}_se"])
+    out["n_below_bayes_3se"] = below
+    out["R_inf_test"] = float(np.mean([r["R_limit_opt"] for r in rows]))
+    out["R_inf_exact"] = noise
+    return out
