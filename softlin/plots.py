@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 COLORS = {"isotropic_gauss": "tab:blue", "anisotropic_gauss": "tab:green",
           "isotropic_rademacher": "tab:red"}
@@ -21,11 +24,18 @@ def save(fig, png, pdf=None) -> None:
     plt.close(fig)
 
 
-def preset_note(preset: str) -> str:
-    return "" if preset == "default" else f"  [preset '{preset}': scaled down, not the paper's protocol]"
+def preset_note(preset: str, description: str, width: int = 130) -> str:
+    """The lines a figure title ends with: the preset's name and what it is, as its config says
+    (the ``description`` of ``config/config.yaml`` or of ``config/presets/NAME.yaml``), wrapped."""
+    return "\n" + "\n".join(textwrap.wrap(f"[preset '{preset}': {description}]", width))
 
 
-def c3_transfer(table, preset: str, protocol: dict, png, pdf) -> None:
+def suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A figure title of any number of lines, set above the panels' own titles (growing upwards)."""
+    fig.suptitle(text, fontsize=fontsize, y=0.94, va="bottom")
+
+
+def c3_transfer(table, note: str, protocol: dict, png, pdf) -> None:
     """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L."""
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.3))
     groups = list(table.groupby(["setting", "token_kind"], sort=False))
@@ -51,19 +61,24 @@ def c3_transfer(table, preset: str, protocol: dict, png, pdf) -> None:
         a.set_xlabel("prompt length L")
     ax[1].set_xscale("log")
     ax[1].set_yscale("log")
+    # labels at 1, 2, 5 x 10^k (whole decades only over a wide range), no minor labels: the
+    # default labels every minor tick over a range of less than two decades, and they overlap
+    ax[1].xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=6))
+    ax[1].xaxis.set_major_formatter(ticker.LogFormatterSciNotation(labelOnlyBase=False))
+    ax[1].xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax[1].tick_params(axis="x", labelrotation=30)
     ax[0].set_ylabel(r"$\max_t \|\theta_L(t) - \theta_\infty(t)\|_F$")
     ax[0].set_title("softmax(L) vs linear(inf) trajectory")
     ax[1].set_xlabel(r"$D_\infty$: softmax(L) vs linear(inf)")
     ax[1].set_ylabel(r"$D_{lin,L}$: softmax(L) vs linear(L)")
-    ax[1].set_title("same-L linear attention vs the limit")
+    ax[1].set_title(r"$D_{lin,L}$ against $D_\infty$ (one point per L)")
     ax[2].set_ylabel("held-out risk of trained softmax(L)")
     ax[2].set_title(r"risk $\to R^* = 0$ (Thm 4.3 / 5.1)")
     for a in ax:
         a.legend(fontsize=7)
         a.grid(alpha=0.3, which="both")
-    fig.suptitle(f"C3 transfer: lr {protocol['lr']}, T = {protocol['steps']}, "
-                 f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries"
-                 + preset_note(preset), fontsize=10)
+    suptitle(fig, f"C3 transfer: lr {protocol['lr']}, T = {protocol['steps']}, "
+             f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries" + note)
     save(fig, png, pdf)
 
 
@@ -91,7 +106,7 @@ def _probe_lines(a, g, col, se_col, guide=True):
             a.plot(L, y1 * (L / L[-1]) ** -beta, ls="--", lw=0.8, color=c)
 
 
-def c1_concentration(table, preset: str, protocol: dict, png, pdf) -> None:
+def c1_concentration(table, note: str, protocol: dict, png, pdf) -> None:
     """C1: RMS output gap vs L per setting, one line per probe, dashed L^-beta guides."""
     groups = list(table.groupby("setting", sort=False))
     fig, ax = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
@@ -101,13 +116,13 @@ def c1_concentration(table, preset: str, protocol: dict, png, pdf) -> None:
         a.set_title(f"{setting} ({g['token_kind'].iloc[0]})")
         a.legend(fontsize=6)
     ax[0, 0].set_ylabel(r"RMS $|f_{softmax(L)} - f_{linear(\infty)}|$")
-    fig.suptitle(f"C1 output concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
-                 f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$, $\\beta$ = min(1/2, 1/(4 $\\lambda_{{max}}(M)$))"
-                 + preset_note(preset), fontsize=10)
+    suptitle(fig, f"C1 output concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
+             f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$, $\\beta$ = min(1/2, 1/(4 $\\lambda_{{max}}(M)$))"
+             + note)
     save(fig, png, pdf)
 
 
-def c2_gradients(table, traj, metrics: dict, preset: str, protocol: dict, seed_log_slope: float,
+def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log_slope: float,
                  png, pdf) -> None:
     """C2: U and v gradient gaps vs L at the C1 probes (rows: U, v; columns: settings) + trajectory maxima."""
     t = table[table["kind"] != "sweep"]
@@ -138,12 +153,12 @@ def c2_gradients(table, traj, metrics: dict, preset: str, protocol: dict, seed_l
         _loglog(a)
         a.set_title(f"along C3's linear(inf) trajectory: max over steps ({part})", fontsize=9)
         a.legend(fontsize=6)
-    fig.suptitle(f"C2 gradient concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
-                 f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$" + preset_note(preset), fontsize=10)
+    suptitle(fig, f"C2 gradient concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
+             f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$" + note)
     save(fig, png, pdf)
 
 
-def c2_threshold(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+def c2_threshold(metrics: dict, note: str, protocol: dict, png, pdf) -> None:
     """C2: measured gradient-gap slope vs lambda_max(M), prediction -min(1/2, 1/(4 lambda)), threshold 1/2."""
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.3))
     grid = np.linspace(0.05, 1.5, 300)
@@ -155,7 +170,7 @@ def c2_threshold(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
                    label=f"{name}: full-range fit")
         probes = [f for f in metrics["fits"].values() if f["kind"] != "sweep" and f["token_kind"] == "gauss"]
         a.plot([f["lambda_max"] for f in probes], [f[part]["slope"] for f in probes], "k^", ms=4, ls="none",
-               alpha=0.6, label="C1 probes")
+               alpha=0.6, label="C1 probes (Gaussian settings, upper-half fit)")
         a.plot(grid, -np.minimum(0.5, 1 / (4 * grid)), "k-", lw=1.2, label=r"$-\min(1/2, 1/(4\lambda_{max}))$")
         a.axvline(0.5, color="r", ls="--", lw=0.8, label=r"threshold $\lambda_{max}(M) = 1/2$")
         a.set_xlabel(r"$\lambda_{max}(M)$, $M = \Sigma^{1/2} A \Sigma A \Sigma^{1/2}$")
@@ -163,11 +178,11 @@ def c2_threshold(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
         a.set_title(f"{part} part")
         a.grid(alpha=0.3)
         a.legend(fontsize=7)
-    fig.suptitle("C2 threshold sweep: measured exponent vs the S5 prediction" + preset_note(preset), fontsize=10)
+    suptitle(fig, "C2 threshold sweep: measured exponent vs the S5 prediction" + note)
     save(fig, png, pdf)
 
 
-def c4_dynamics(flows: dict, metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf) -> None:
     """C4: risk and distance to theta* vs time (ODE, population GD, sampled GD); conservation; n_tasks."""
     fig, ax = plt.subplots(1, 4, figsize=(19, 4.3))
     for k, (label, r) in enumerate(flows.items()):
@@ -183,13 +198,13 @@ def c4_dynamics(flows: dict, metrics: dict, preset: str, protocol: dict, png, pd
         ax[2].plot(t, np.maximum(np.abs(r["gd_conservation"]), 1e-18), color=c, ls="--", label=f"{label}: population GD")
         ax[2].plot(t, np.maximum(np.abs(r["sampled_conservation"]), 1e-18), color=c, ls=":",
                    label=f"{label}: sampled GD")
-        n = r["ntasks_n_tasks"]
-        g = r["ntasks_gap"]
-        slope = [s for s in metrics["settings"].values() if s["label"] == label][0]["ntasks_slope"]
-        ax[3].errorbar(n, g.mean(axis=1), yerr=g.std(axis=1) / np.sqrt(max(g.shape[1], 1)), marker="o",
-                       color=c, capsize=2, label=f"{label}: slope {slope:.2f}")
-    n = np.asarray(next(iter(flows.values()))["ntasks_n_tasks"], float)
-    g0 = float(next(iter(flows.values()))["ntasks_gap"].mean(axis=1)[0])
+        # mean and standard error (ddof = 1) over seeds as the metrics (and so the verdict) have them
+        summ = next(x for x in metrics["settings"].values() if x["label"] == label)
+        ax[3].errorbar(summ["ntasks_n_tasks"], summ["ntasks_gap_mean"], yerr=summ["ntasks_gap_se"], marker="o",
+                       color=c, capsize=2, label=f"{label}: slope {summ['ntasks_slope']:.2f}")
+    first = next(x for x in metrics["settings"].values() if x["label"] == next(iter(flows)))
+    n = np.asarray(first["ntasks_n_tasks"], float)
+    g0 = float(first["ntasks_gap_mean"][0])
     ax[3].plot(n, g0 * (n / n[0]) ** -0.5, "k--", lw=0.8, label=r"$n^{-1/2}$")
     for a in ax[:3]:
         a.set_yscale("log")
@@ -209,9 +224,9 @@ def c4_dynamics(flows: dict, metrics: dict, preset: str, protocol: dict, png, pd
     ax[3].grid(alpha=0.3, which="both")
     for a in ax:
         a.legend(fontsize=5.5)
-    fig.suptitle(f"C4 infinite-prompt dynamics from Eq. (9): lr {protocol['lr']}, t_max = "
-                 f"{protocol['steps'] * protocol['lr']:g}; ODE {protocol['ode']['method']} "
-                 f"(rtol {protocol['ode']['rtol']:g})" + preset_note(preset), fontsize=10)
+    suptitle(fig, f"C4 infinite-prompt dynamics from Eq. (9): lr {protocol['lr']}, t_max = "
+             f"{protocol['steps'] * protocol['lr']:g}; ODE {protocol['ode']['method']} "
+             f"(rtol {protocol['ode']['rtol']:g})" + note)
     save(fig, png, pdf)
 
 

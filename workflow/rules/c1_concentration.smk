@@ -96,6 +96,7 @@ rule c1_figure:
         pdf="figures/c1_concentration.pdf",
     params:
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
     resources:
         runtime=2,

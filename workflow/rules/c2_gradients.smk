@@ -115,6 +115,7 @@ rule c2_figure:
         sweep_pdf="figures/c2_threshold.pdf",
     params:
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
         seed_log_slope=C2["trajectory"]["seed_log_slope"],
     resources:

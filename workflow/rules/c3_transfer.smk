@@ -100,6 +100,7 @@ rule c3_figure:
         pdf="figures/c3_transfer.pdf",
     params:
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
     conda:
         "../envs/softlin.yaml"

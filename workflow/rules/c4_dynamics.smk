@@ -72,6 +72,7 @@ rule c4_figure:
     params:
         settings=[claim_setting("c4", s) for s in C4_SETTINGS],
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol=C4_FLOW_CFG,
     resources:
         runtime=2,

@@ -115,6 +115,7 @@ def _check_semantics(cfg):
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
 config = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
 PRESET = config["preset"]
+PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
 
 # --------------------------------------------------------------------------- package inputs

@@ -4,7 +4,8 @@ import pandas as pd
 from softlin import plots
 from softlin.progress import Progress
 
+p, o = snakemake.params, snakemake.output  # noqa: F821
 log = Progress(snakemake.log[0], "c1 figure")  # noqa: F821
-plots.c1_concentration(pd.read_csv(snakemake.input.table), snakemake.params.preset,  # noqa: F821
-                       snakemake.params.protocol, snakemake.output.png, snakemake.output.pdf)  # noqa: F821
+plots.c1_concentration(pd.read_csv(snakemake.input.table), plots.preset_note(p.preset, p.preset_description),  # noqa: F821
+                       p.protocol, o.png, o.pdf)
 log("done")

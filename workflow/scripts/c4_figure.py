@@ -11,6 +11,6 @@ flows = {}
 for st, path in zip(p.settings, snakemake.input.flows):  # noqa: F821
     with np.load(path) as f:
         flows[st["label"]] = dict(f)
-plots.c4_dynamics(flows, load_json(snakemake.input.metrics), p.preset, p.protocol,  # noqa: F821
-                  snakemake.output.png, snakemake.output.pdf)  # noqa: F821
+plots.c4_dynamics(flows, load_json(snakemake.input.metrics), plots.preset_note(p.preset, p.preset_description),  # noqa: F821
+                  p.protocol, snakemake.output.png, snakemake.output.pdf)  # noqa: F821
 log("done")
