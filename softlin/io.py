@@ -24,13 +24,21 @@ def save_npz(path, **arrays) -> None:
     tmp.replace(path)
 
 
-def save_json(path, obj) -> None:
-    """JSON (indented, floats as Python floats) written atomically."""
+def write_text(path, text: str) -> None:
+    """``text`` written atomically: to a temporary file in the same directory, then renamed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
-    tmp.write_text(json.dumps(obj, indent=2, default=_default) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_json(path, obj) -> None:
+    """JSON (indented, floats as Python floats) written atomically."""
+    write_text(path, json.dumps(obj, indent=2, default=_default) + "\n")
 
 
 def _default(x):

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
+from collections.abc import Mapping
+
+from .io import write_text
 
 OPS = {
     "<": lambda x, v: x < v,
@@ -155,7 +157,8 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
 def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_path,
           extra_md: str = "", checks: list[dict] | None = None,
           checks_path=None) -> list[dict]:
-    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (a list) and ``verdict.md``.
+    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (a list) and ``verdict.md``
+(each atomically: a temporary file in the same directory, then a rename).
 
     ``checks`` (consistency checks) are evaluated by the same rule, printed in their own table in
     the Markdown and, when ``checks_path`` is given, written there as a JSON list; never in
@@ -163,10 +166,10 @@ def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_p
     """
     verdicts = [evaluate(c, metrics) for c in criteria]
     checked = [evaluate(c, metrics) for c in (checks or [])]
-    Path(json_path).write_text(json.dumps(verdicts, indent=2, default=float) + "\n")
+    write_text(json_path, json.dumps(verdicts, indent=2, default=float) + "\n")
     if checks_path is not None:
-        Path(checks_path).write_text(json.dumps(checked, indent=2, default=float) + "\n")
-    Path(md_path).write_text(to_markdown(claim, title, verdicts, extra_md, checked))
+        write_text(checks_path, json.dumps(checked, indent=2, default=float) + "\n")
+    write_text(md_path, to_markdown(claim, title, verdicts, extra_md, checked))
     return verdicts
 
 
@@ -214,19 +217,37 @@ def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str
                checks: list[dict] | None = None) -> None:
     """The verdict table (and extra Markdown sections) as a standalone HTML page for the report;
     ``checks`` are already evaluated consistency checks."""
-    Path(path).write_text(markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks)))
+    write_text(path, markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks)))
 
 
-def publish(claim: str, title: str, criteria: list[dict], metrics, outputs, extra_md: str = "",
+OUTPUT_KEYS = ("json", "md", "html", "consistency")
+
+
+def output_paths(paths) -> dict:
+    """``{"json", "md", "html"[, "consistency"]}`` from a mapping of those keys (the form to use) or
+    from any object with those attributes (an older call form, kept for callers not yet changed)."""
+    if isinstance(paths, Mapping):
+        out = {k: paths[k] for k in OUTPUT_KEYS if paths.get(k) is not None}
+    else:
+        out = {k: getattr(paths, k) for k in OUTPUT_KEYS if getattr(paths, k, None) is not None}
+    missing = [k for k in ("json", "md", "html") if k not in out]
+    if missing:
+        raise ValueError(f"verdict output paths missing: {', '.join(missing)}")
+    return out
+
+
+def publish(claim: str, title: str, criteria: list[dict], metrics, paths, extra_md: str = "",
             log=None, checks: list[dict] | None = None) -> list[dict]:
-    """A verdict rule's whole job: ``outputs.json`` / ``.md`` / ``.html`` written, one log line per
-    criterion.  ``checks``: the claim's consistency checks (config ``consistency_checks``), written
-    to ``outputs.consistency`` when the rule declares it and shown in their own table."""
-    checks_path = getattr(outputs, "consistency", None)
-    verdicts = write(claim, title, criteria, metrics, outputs.json, outputs.md, extra_md,
-                     checks, checks_path)
+    """A verdict rule's whole job: the files ``paths["json"]``, ``["md"]``, ``["html"]`` written
+    (atomically), one log line per criterion.  ``checks``: the claim's consistency checks (config
+    ``consistency_checks``), written to ``paths["consistency"]`` when given and shown in their own
+    table.  ``paths`` is a mapping of plain paths; an object with attributes ``json``, ``md``,
+    ``html`` (``consistency``) is read the same way."""
+    out = output_paths(paths)
+    verdicts = write(claim, title, criteria, metrics, out["json"], out["md"], extra_md,
+                     checks, out.get("consistency"))
     checked = [evaluate(c, metrics) for c in (checks or [])]
-    write_html(outputs.html, claim, title, verdicts, extra_md, checked)
+    write_html(out["html"], claim, title, verdicts, extra_md, checked)
     for v in verdicts + checked:
         if log:
             log(f"{v['id']}: {v['status']}" + (" (consistency check)" if v in checked else ""))

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from softlin import verdict
+from softlin.io import write_text
 
 ROOT = Path(__file__).parents[1]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -107,8 +108,9 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
                "all": [{"measured": "x", "op": "<", "value": 1}]}]
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
-    vs = verdict.publish("c9", "t", crit, {"x": 0.5}, out, checks=checks)
+    vs = verdict.publish("c9", "t", crit, {"x": 0.5}, vars(out), checks=checks)  # plain paths
     assert [v["status"] for v in vs] == ["PASS", "FAIL"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "v.html", "v.json", "v.md"]  # no temporaries
     saved = json.loads(out.json.read_text())
     assert [v["id"] for v in saved] == ["K1", "K2"]          # the checks are not verdicts
     assert saved[1]["added_after_run"] == "replaced K0 after run 1" and "added_after_run" not in saved[0]
@@ -124,11 +126,36 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
 
 
 def test_publish_without_checks_writes_an_empty_consistency_list(tmp_path):
+    """(Also the older call form: an object with the paths as attributes, e.g. a rule's output.)"""
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
     verdict.publish("c9", "t", [{"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}],
                     {"x": 0}, out)
     assert json.loads(out.consistency.read_text()) == []
+
+
+def test_publish_needs_the_three_paths(tmp_path):
+    with pytest.raises(ValueError, match="html"):
+        verdict.publish("c9", "t", [], {}, {"json": tmp_path / "v.json", "md": tmp_path / "v.md"})
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    """Outputs are written to a temporary file and renamed: a write that fails half way leaves the
+    previous file whole and no temporary behind."""
+    target = tmp_path / "verdict.md"
+    target.write_text("old\n")
+    real = Path.write_text
+
+    def half(self, text, *a, **k):
+        real(self, text[: len(text) // 2])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "write_text", half)
+    with pytest.raises(OSError, match="disk full"):
+        write_text(target, "new verdict text\n")
+    monkeypatch.undo()
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["verdict.md"]
 
 
 # --------------------------------------------------------------------------- the seed log's C3 outcome

@@ -115,7 +115,7 @@ rule c1_verdict:
     """Predeclared criteria C1a-C1f."""
     input:
         metrics="results/c1/c1_concentration.json",
-        code=pkg("verdict.py"),
+        code=pkg("verdict.py", "io.py"),
     output:
         json="results/c1/verdict.json",
         md="results/c1/verdict.md",

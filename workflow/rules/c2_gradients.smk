@@ -135,7 +135,7 @@ rule c2_verdict:
     """Predeclared criteria C2a-C2f."""
     input:
         metrics="results/c2/c2_gradients.json",
-        code=pkg("verdict.py"),
+        code=pkg("verdict.py", "io.py"),
     output:
         json="results/c2/verdict.json",
         md="results/c2/verdict.md",

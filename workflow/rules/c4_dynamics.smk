@@ -92,7 +92,7 @@ rule c4_verdict:
     input:
         metrics="results/c4/c4_dynamics.json",
         alpha="results/c4/c4_alpha.csv",
-        code=pkg("verdict.py", "claims/c4.py"),
+        code=pkg("verdict.py", "io.py", "claims/c4.py"),
     output:
         json="results/c4/verdict.json",
         md="results/c4/verdict.md",
