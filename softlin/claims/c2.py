@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from .. import concentration as conc
@@ -170,3 +172,39 @@ def trajectory_fit(Ls, arrays: dict) -> dict:
         out[k] = conc.curve_summary(Ls, vals)
         out[k]["max"] = vals.tolist()
     return out
+
+
+# --------------------------------------------------------------------------- the metrics job
+def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, n_boot: int, seed: int,
+                  seed_log_slope: float, protocol: dict, progress=print) -> dict:
+    """C2's metrics from every measured setting and trajectory.
+
+    ``design``: the C1 probe design (``results/c1/probes.json``); ``gaps``: setting name -> the
+    arrays of :func:`measure` as saved (``diff``, ``Ls``, ``msq_U``, ``msq_v``, ``probes_json``);
+    ``trajectories``: C3 setting name -> the arrays of :func:`along_trajectory`.
+    Returns ``{"table": rows, "trajectory": rows, "metrics": dict}`` (the gap rows per probe and L,
+    the max-over-steps rows per L, and fits, summary, sweep and trajectory fits).
+    """
+    rows, fits = [], {}
+    for name, f in gaps.items():
+        probes = json.loads(str(f["probes_json"]))
+        r, fi = summarize(design[name], probes, f["diff"], f["Ls"], n_boot, seed,
+                          {"U": f["msq_U"], "v": f["msq_v"]})
+        rows += r
+        fits.update(fi)
+    sweep = {name: sweep_summary(fits, name) for name in sweep_settings}
+    traj, traj_rows = {}, []
+    for name, arrays in trajectories.items():
+        traj[name] = trajectory_fit(arrays["Ls"], arrays)
+        traj[name]["seed_log_slope"] = seed_log_slope
+        for j, L in enumerate(arrays["Ls"]):
+            traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(arrays[f"max_{k}"][j])
+                                                              for k in ("U", "v", "full")},
+                                  **{f"argmax_step_{k}": int(arrays[f"argmax_{k}"][j]) for k in ("U", "v", "full")}))
+        progress(f"trajectory {name}: slope {traj[name]['full']['slope_full']:.3f} (seed log {seed_log_slope})")
+    for k, f in fits.items():
+        progress(f"{k}: lambda {f['lambda_max']:.3f} U {f['U']['slope']:.3f} v {f['v']['slope']:.3f} "
+                 f"(pred {-f['beta']:.3f})")
+    return {"table": rows, "trajectory": traj_rows,
+            "metrics": {"fits": fits, "summary": aggregate(fits), "sweep": sweep, "trajectory": traj,
+                        "protocol": protocol}}

@@ -161,3 +161,43 @@ def fit_block(rows: list[dict], label: str) -> dict:
     out["R_pop_rel_to_init"] = out["R_pop_at_L_last"] / rows[0]["R_init"]
     out["offblock_softmax_max"] = float(max(max(r["offblock_U"], r["offblock_v"]) for r in rows))
     return out
+
+
+# --------------------------------------------------------------------------- the metrics job
+TABLE_COLUMNS = ("setting", "token_kind", "L", "n_seed", "D_inf_max", "D_inf_max_sem", "D_linL_max",
+                 "D_linL_max_sem", "R_pop_at_L", "R_pop_at_L_sem", "R_pop_at_eval", "R_pop_at_eval_sem",
+                 "dist_bayes", "dist_bayes_sem", "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
+
+
+def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print) -> dict:
+    """C3's metrics from every (setting, seed): ``runs`` yields ``(run, traj, eval_tasks)`` with
+    ``run = {"setting": resolved setting, "seed": int}``, ``traj`` the arrays of
+    :func:`train_setting` and ``eval_tasks`` the held-out :class:`~softlin.tasks.Tasks` (consumed
+    one at a time, so a generator keeps one run in memory).
+
+    Returns ``{"table": rows, "per_seed": rows, "metrics": dict}``: the seed-averaged rows with the
+    seed script's columns (``R_pop_at_eval`` named ``R_pop_at_<eval_L>``), the per-seed rows, and
+    the fits per ``<label>_<token_kind>`` block, the theta_inf summaries and C3d's off-block numbers.
+    """
+    per_seed, infos, by_setting = [], [], {}
+    for run, traj, eval_tasks in runs:
+        st = run["setting"]
+        rows, info = seed_rows(traj, eval_tasks, np.asarray(st["sigma"]), Ls, eval_L,
+                               st["label"], st["token_kind"], run["seed"])
+        per_seed += rows
+        infos.append(info)
+        by_setting.setdefault(st["name"], []).append(rows)
+        progress(f"{st['name']} seed {run['seed']}: theta_inf R {info['R_init']:.3e} -> {info['R_final']:.3e}")
+    averaged, fits = [], {}
+    for rows_by_seed in by_setting.values():
+        avg = average_seeds(rows_by_seed)
+        averaged += avg
+        label = f"{avg[0]['setting']}_{avg[0]['token_kind']}"
+        fits[label] = fit_block(avg, label)
+    col = f"R_pop_at_{eval_L}"
+    rename = {"R_pop_at_eval": col, "R_pop_at_eval_sem": col + "_sem"}
+    table = [{rename.get(k, k): row[k] for k in TABLE_COLUMNS} for row in averaged]
+    per_seed_out = [{(col if k == "R_pop_at_eval" else k): v for k, v in row.items()} for row in per_seed]
+    metrics_out = {"fits": fits, "infos": infos, "offblock": offblock_summary(per_seed, infos),
+                   "protocol": protocol, "L": Ls}
+    return {"table": table, "per_seed": per_seed_out, "metrics": metrics_out}

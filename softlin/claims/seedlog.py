@@ -85,3 +85,19 @@ def to_markdown(rows: list[dict]) -> str:
         mark = {True: "=", False: "**MISMATCH**", None: "(not compared)"}[r["match"]]
         lines.append(f"| {r['where']} | {r['quantity']} | {r['seed_log']} | {r['ours']} | {mark} |")
     return "\n".join(lines) + "\n"
+
+
+CRITERION = {"id": "C3-seed-log",
+             "statement": "every number the seed log prints (per seed and L, theta_inf lines, fits, flags) "
+                          "equals our value at its printed precision",
+             "all": [{"measured": "seed_log.n_mismatch", "op": "==", "value": 0}]}
+
+
+def with_comparison(criteria: list[dict], metrics: dict, seed_log: dict, per_seed: list[dict]):
+    """C3's verdict inputs with the seed-log comparison added: ``(criteria + [CRITERION], metrics
+    with seed_log = {n_compared, n_mismatch}, the comparison table as Markdown)``; the arguments
+    are left unchanged.  ``per_seed``: the rows of ``results/c3/c3_per_seed.csv``."""
+    rows = compare(seed_log, per_seed, metrics["infos"], metrics["fits"])
+    metrics = dict(metrics, seed_log={"n_compared": sum(r["match"] is not None for r in rows),
+                                      "n_mismatch": sum(r["match"] is False for r in rows)})
+    return list(criteria) + [CRITERION], metrics, to_markdown(rows)
