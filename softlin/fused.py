@@ -43,7 +43,7 @@ def _cache_dir() -> Path:
     return Path(root) / "ffi"
 
 
-def _compile_flags() -> list[str]:
+def compile_flags() -> list[str]:
     """Flags of the compile step.  ``-ffast-math`` is a compile-only flag here: passed at link time,
     GCC (before 13) links ``crtfastmath.o``, whose constructor sets flush-to-zero and
     denormals-are-zero for the whole process as soon as the library is loaded."""
@@ -54,12 +54,12 @@ def _compile_flags() -> list[str]:
     return flags
 
 
-def _link_flags() -> list[str]:
+def link_flags() -> list[str]:
     return ["-shared", "-fopenmp"]  # no -ffast-math: no crtfastmath.o, MXCSR left alone
 
 
 def _flags() -> list[str]:
-    return _compile_flags() + ["|"] + _link_flags()
+    return compile_flags() + ["|"] + link_flags()
 
 
 def _cpu_id() -> str:
@@ -76,7 +76,7 @@ def _run(cmd: list[str]) -> None:
 
 def _build() -> Path:
     """Compile the kernels into the cache (keyed by sources, flags, jaxlib version, CPU); return
-    the .so.  Compile and link are separate steps (see :func:`_compile_flags`); the temporary
+    the .so.  Compile and link are separate steps (see :func:`compile_flags`); the temporary
     names carry host, PID and a random part, so builders sharing a cache over NFS never collide."""
     import jaxlib
 
@@ -91,11 +91,11 @@ def _build() -> Path:
             objs = []
             for src in _SOURCES:
                 obj = Path(tmpdir) / f"{Path(src).stem}.o"
-                _run([cxx, *_compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
+                _run([cxx, *compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
                 objs.append(str(obj))
             tmp = out.with_name(f"{out.name}.{socket.gethostname()}.{os.getpid()}."
                                 f"{uuid.uuid4().hex[:8]}.tmp")
-            _run([cxx, *objs, *_link_flags(), "-o", str(tmp)])
+            _run([cxx, *objs, *link_flags(), "-o", str(tmp)])
             tmp.replace(out)
     return out
 

@@ -2,7 +2,8 @@
 
     python tests/smk_batch.py < [[cwd, [args...], output_file] or {"append": path, "text": text}, ...]
 
-Steps run in order; an ``append`` step edits a file between runs.  Each command line runs as ``snakemake.cli.main(args)`` in its directory, its stdout and stderr
+Steps run in order; an ``append`` step edits a file between runs.  Each command line runs as
+``snakemake.cli.main(args)`` in its directory, its stdout and stderr
 (file descriptors 1 and 2) going to its output file; prints the list of exit codes as JSON.  For
 dry runs and runs that stop before any job (tests/test_workflow.py): Snakemake keeps no state
 between workflows that such runs depend on.

@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from conftest import ANISO
+from softlin import models, train
+from softlin import params as P
+from softlin import tasks as T
+from softlin.params import Params
 
-from softlin import models, train  # noqa: E402
-from softlin import params as P  # noqa: E402
-from softlin import tasks as T  # noqa: E402
-from softlin.params import Params  # noqa: E402
+from helpers import ANISO
 
 
 @pytest.fixture(scope="module")

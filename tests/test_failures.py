@@ -13,13 +13,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from test_workflow import SNAKEMAKE, copy_repo, smk
+from helpers import SMOKE, SNAKEMAKE, copy_repo, smk
 
-SMOKE = ["--config", "preset=smoke"]
 TRAJ = "results/c3/trajectories"
 
 

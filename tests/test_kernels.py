@@ -5,19 +5,18 @@ import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import ANISO, ROOT, random_params, ref_tasks, spd, tree_allclose
+from softlin import fused, metrics, models
+from softlin import numpy_reference as ref
+from softlin import params as P
+from softlin import tasks as T
+from softlin.params import Params
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from softlin import fused, metrics, models  # noqa: E402
-from softlin import numpy_reference as ref  # noqa: E402
-from softlin import params as P  # noqa: E402
-from softlin import tasks as T  # noqa: E402
-from softlin.params import Params  # noqa: E402
+from helpers import ANISO, ROOT, random_params, ref_tasks, spd, tree_allclose
 
 MODELS = ("softmax", "linear", "limit")
 
@@ -241,7 +240,7 @@ def test_softmax_grad_in_subprocess(small_tasks, rng, fused_env, threads):
     p = random_params(rng, 3)
     inp = json.dumps(dict(x=t.x.tolist(), w=t.w.tolist(), xq=t.xq.tolist(), s=t.sigma.tolist(),
                           U=p.U.tolist(), v=p.v.tolist()))
-    env = dict(os.environ, SOFTLIN_FUSED=fused_env, PYTHONPATH=ROOT)
+    env = dict(os.environ, SOFTLIN_FUSED=fused_env, PYTHONPATH=str(ROOT))
     if threads:
         env["OMP_NUM_THREADS"] = threads
     out = subprocess.run([sys.executable, "-c", _SUB], input=inp, capture_output=True, text=True,

@@ -4,10 +4,12 @@ here in plain numpy, the sympy solution of S2, and a numpy loop on S2's derived 
 import numpy as np
 import pytest
 
-from conftest import spd, random_params, tree_allclose
-from softlin import models, params as P, train
+from softlin import models, train
+from softlin import params as P
 from softlin.params import Params
 from symbolic import export as E
+
+from helpers import random_params, spd, tree_allclose
 
 RNG = np.random.default_rng(8675309)
 SIGMAS = {"isotropic": np.eye(3), "anisotropic": np.diag([2.0, 1.0, 0.5]),

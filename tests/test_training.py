@@ -2,13 +2,13 @@
 import numpy as np
 import pytest
 
-from conftest import ANISO, random_params, ref_tasks, tree_allclose
+from softlin import metrics, models, train
+from softlin import numpy_reference as ref
+from softlin import params as P
+from softlin import tasks as T
+from softlin.params import Params
 
-from softlin import metrics, models, train  # noqa: E402
-from softlin import numpy_reference as ref  # noqa: E402
-from softlin import params as P  # noqa: E402
-from softlin import tasks as T  # noqa: E402
-from softlin.params import Params  # noqa: E402
+from helpers import ANISO, random_params, ref_tasks, tree_allclose
 
 MODELS = ("softmax", "linear", "limit")
 L_SMALL = 13

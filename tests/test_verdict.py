@@ -2,7 +2,6 @@
 criteria and consistency checks, and the seed log's own C3 outcome from its printed numbers."""
 import itertools
 import json
-import math
 from pathlib import Path
 from types import SimpleNamespace
 

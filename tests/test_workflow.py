@@ -12,7 +12,6 @@ process (tests/smk_batch.py), so the module pays one Snakemake start-up instead 
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,30 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-COPY = ["Snakefile", "config", "workflow", "softlin", "symbolic"]
-SMOKE = ["--config", "preset=smoke"]
-
-
-def copy_repo(dst: Path) -> Path:
-    dst.mkdir(parents=True, exist_ok=True)
-    for name in COPY:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dst / name)
-    return dst
-
-
-def smk(cwd, *args, check=True, timeout=900):
-    env = dict(os.environ, PYTHONPATH=str(cwd))
-    proc = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
+from helpers import ROOT, SMOKE, copy_repo
 
 
 def smk_batch(steps, workdir: Path) -> list:

@@ -1,0 +1,82 @@
+"""Helpers shared by the tests (imported as ``helpers``: pytest puts this folder on the path).
+
+Numerics: a random SPD matrix, random parameters, the numpy reference's view of a task sample, a
+pytree comparison.  Workflow: copies of the repository and ``snakemake`` run on them.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from softlin import numpy_reference as ref
+from softlin.params import Params
+
+ROOT = Path(__file__).resolve().parents[1]
+ANISO = np.diag([2.0, 1.0, 0.5])
+
+
+def spd(rng, d):
+    """A random, well conditioned, non-diagonal SPD matrix."""
+    X = rng.normal(size=(d, d))
+    return X @ X.T / d + 0.5 * np.eye(d)
+
+
+def tree_allclose(a, b, rtol=1e-12, atol=0.0):
+    """Leaf-wise ``|a - b| <= atol + rtol * scale``, ``scale = max |b|`` over the whole tree.
+
+    (One scale for the whole tree: a leaf that is zero in exact arithmetic, e.g. the U-gradient
+    of softmax at L = 1, is compared at the scale of the others.)  Raises with detail.
+    """
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(la) == len(lb), f"pytree sizes differ: {len(la)} vs {len(lb)}"
+    la = [np.asarray(x, dtype=np.float64) for x in la]
+    lb = [np.asarray(y, dtype=np.float64) for y in lb]
+    scale = max((np.max(np.abs(y)) for y in lb if y.size), default=0.0)
+    for i, (x, y) in enumerate(zip(la, lb)):
+        assert x.shape == y.shape, f"leaf {i}: shape {x.shape} vs {y.shape}"
+        err = np.max(np.abs(x - y)) if x.size else 0.0
+        tol = atol + rtol * scale
+        assert err <= tol, f"leaf {i}: max abs err {err:.3e} > tol {tol:.3e}"
+    return True
+
+
+def random_params(rng, d, scale=0.4):
+    """Dense (non-block) random parameters of moderate norm."""
+    return Params(scale * rng.normal(size=(d + 1, d + 1)), scale * rng.normal(size=d + 1))
+
+
+def ref_tasks(t):
+    """The numpy reference's view of a softlin Tasks (same arrays, reference-computed labels)."""
+    return ref.ICLTasks.from_arrays(t.x, t.w, t.xq, t.sigma)
+
+
+# --------------------------------------------------------------------------- the workflow
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+COPY = ["Snakefile", "config", "workflow", "softlin", "symbolic"]
+SMOKE = ["--config", "preset=smoke"]
+
+
+def copy_repo(dst: Path) -> Path:
+    """The workflow's files (not results/) copied to ``dst``."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dst / name)
+    return dst
+
+
+def smk(cwd, *args, check=True, timeout=900):
+    """``snakemake --cores 2 ARGS`` in ``cwd`` with the copy's package first on the path."""
+    env = dict(os.environ, PYTHONPATH=str(cwd))
+    proc = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
