@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test smoke report bench slurm clean
+.PHONY: run test lint smoke report bench slurm clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ run: $(STAMP)                ## the whole workflow (every claim), locally on all
 
 test: $(STAMP)               ## the test suite
 	$(BIN)/python -m pytest $(ARGS)
+
+lint: $(STAMP)               ## ruff (config in pyproject.toml) and snakemake --lint
+	$(BIN)/ruff check .
+	$(BIN)/snakemake --lint
 
 smoke: $(STAMP)              ## the whole workflow at the smoke preset (minutes)
 	$(BIN)/snakemake --workflow-profile workflow/profiles/default --config preset=smoke $(ARGS)

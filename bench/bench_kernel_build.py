@@ -5,22 +5,37 @@ C3-size training (96 tasks = 48 pairs x 2 queries, d = 3, L = 4096).
 
 Used to check that building with compile-only -ffast-math (MXCSR untouched) kept the speed of the
 old link-time -ffast-math build (softmax_moments-*.so in ~/.cache/softlin/ffi)."""
-import sys, time
-so = sys.argv[1]
-from softlin import fused
-if so != "new":
-    import pathlib
-    fused._build = lambda: pathlib.Path(so)
-    fused.TARGETS = {"softmax_moments": fused.TARGETS["softmax_moments"]}
+import pathlib
+import sys
+import time
+
 import numpy as np
+
+from softlin import fused, params, train
+from softlin import tasks as T
 from softlin._jax import jax
-from softlin import tasks as T, params, train
-assert fused.available()
-tk = T.sample(777, 3, np.eye(3), 48, 2, 4096)
-p0 = params.init_eq9(tk.sigma)
-run = lambda: jax.block_until_ready(train.gradient_descent("softmax", p0, tk, L=4096, steps=500, record_every=20).final)
-run()
-best = 1e9
-for _ in range(3):
-    c = time.process_time(); run(); best = min(best, time.process_time() - c)
-print(f"{so.split('/')[-1]}: {best / 500 * 1e3:.3f} ms CPU per step")
+
+
+def main(so: str) -> None:
+    if so != "new":
+        fused._build = lambda: pathlib.Path(so)
+        fused.TARGETS = {"softmax_moments": fused.TARGETS["softmax_moments"]}
+    assert fused.available()
+    tk = T.sample(777, 3, np.eye(3), 48, 2, 4096)
+    p0 = params.init_eq9(tk.sigma)
+
+    def run():
+        return jax.block_until_ready(train.gradient_descent("softmax", p0, tk, L=4096, steps=500,
+                                                            record_every=20).final)
+
+    run()
+    best = 1e9
+    for _ in range(3):
+        c = time.process_time()
+        run()
+        best = min(best, time.process_time() - c)
+    print(f"{so.split('/')[-1]}: {best / 500 * 1e3:.3f} ms CPU per step")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

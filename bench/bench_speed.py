@@ -109,8 +109,9 @@ def c3_run(cache: str, extra_args: list[str]) -> float:
 def numpy_reference(n_runs: int | None) -> tuple[float, str]:
     import numpy as np
 
-    from bench_c3 import c3_config
     from softlin import numpy_reference as ref
+
+    from bench_c3 import c3_config
 
     cfg = c3_config("default")
     runs = [(name, st, cfg["seed0"] + cfg["seed_stride"] * i)

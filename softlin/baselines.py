@@ -9,9 +9,8 @@ All take the prompt's empirical second moment ``G = Ghat_L`` (n, D, D) of the to
 
 from __future__ import annotations
 
-from ._jax import jnp
 from . import models
-
+from ._jax import jnp
 
 _FNS: dict = {}
 

@@ -5,7 +5,8 @@
 ``limit``:      ``f = v^T Gamma_w U z_q`` (Lemma 2.1, the ``L -> inf`` limit of both).
 
 Array conventions: prompt tokens are stored transposed, ``zT`` (n_tasks, d+1, l_max), so that
-the long prompt axis is the contiguous one, and a prompt length ``L <= l_max`` selects a prefix; queries ``zq`` (n_tasks, n_query, d+1) with last entry 0;
+the long prompt axis is the contiguous one, and a prompt length ``L <= l_max`` selects a prefix;
+queries ``zq`` (n_tasks, n_query, d+1) with last entry 0;
 targets ``yq`` (n_tasks, n_query).  The softmax risk carries a hand-derived, fused backward pass
 (three softmax-weighted token moments per query); ``softmax_risk_autodiff`` is the plain
 autodiff version kept as a test oracle.

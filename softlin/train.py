@@ -16,8 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
-from .models import (VALUE_AND_GRAD, VALUE_AND_GRAD_SEED_ORDER, _check_params, model_data,
-                     population_value_and_grad)
+from .models import VALUE_AND_GRAD, VALUE_AND_GRAD_SEED_ORDER, _check_params, model_data, population_value_and_grad
 from .params import Params
 from .tasks import Tasks, check_sigma
 

@@ -57,6 +57,7 @@ def reduced_flow(sigma, A0, b0: float, t_eval, method: str = "DOP853", rtol: flo
                  atol: float = 1e-14) -> tuple[np.ndarray, np.ndarray, dict]:
     """The reduced block flow ``(dA/dt, db/dt)`` of the symbolic module (S2): (A (n_t, d, d), b (n_t,))."""
     from scipy.integrate import solve_ivp
+
     from symbolic.export import reduced_flow_fn
 
     s = check_sigma(sigma)
