@@ -35,9 +35,21 @@ def suptitle(fig, text: str, fontsize: float = 10) -> None:
     fig.suptitle(text, fontsize=fontsize, y=0.94, va="bottom")
 
 
+def _sparse_log_labels(axis) -> None:
+    """Labels of a log axis that do not overlap: whole decades over a range of two decades or
+    more, else 1, 2, 5 x 10^k; never the minor ticks (matplotlib labels every minor tick over a
+    range of less than two decades, and on a narrow panel they run into each other)."""
+    lo, hi = axis.get_view_interval()
+    if np.log10(hi / lo) < 2:
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: f"{x:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def c3_transfer(table, note: str, protocol: dict, png, pdf) -> None:
     """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L."""
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.3))
+    fig.subplots_adjust(wspace=0.3)  # room for the middle and right panels' y labels
     groups = list(table.groupby(["setting", "token_kind"], sort=False))
     for (setting, kind), g in groups:
         key = f"{setting}_{kind}"
@@ -61,12 +73,8 @@ def c3_transfer(table, note: str, protocol: dict, png, pdf) -> None:
         a.set_xlabel("prompt length L")
     ax[1].set_xscale("log")
     ax[1].set_yscale("log")
-    # labels at 1, 2, 5 x 10^k (whole decades only over a wide range), no minor labels: the
-    # default labels every minor tick over a range of less than two decades, and they overlap
-    ax[1].xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=6))
-    ax[1].xaxis.set_major_formatter(ticker.LogFormatterSciNotation(labelOnlyBase=False))
-    ax[1].xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax[1].tick_params(axis="x", labelrotation=30)
+    _sparse_log_labels(ax[1].xaxis)
+    _sparse_log_labels(ax[1].yaxis)
     ax[0].set_ylabel(r"$\max_t \|\theta_L(t) - \theta_\infty(t)\|_F$")
     ax[0].set_title("softmax(L) vs linear(inf) trajectory")
     ax[1].set_xlabel(r"$D_\infty$: softmax(L) vs linear(inf)")
@@ -164,10 +172,10 @@ def c2_threshold(metrics: dict, note: str, protocol: dict, png, pdf) -> None:
     grid = np.linspace(0.05, 1.5, 300)
     for a, part in zip(ax, ("U", "v")):
         for name, sw in metrics["sweep"].items():
-            a.errorbar(sw["lambda_max"], sw[part]["slope"], yerr=sw[part]["slope_se"], marker="o", ms=4,
-                       capsize=2, label=f"{name}: upper-half fit")
+            eb = a.errorbar(sw["lambda_max"], sw[part]["slope"], yerr=sw[part]["slope_se"], marker="o", ms=4,
+                            capsize=2, label=f"{name}: upper-half fit")
             a.plot(sw["lambda_max"], sw[part]["slope_full"], marker="x", ls=":", lw=0.8,
-                   label=f"{name}: full-range fit")
+                   color=eb[0].get_color(), label=f"{name}: full-range fit")
         probes = [f for f in metrics["fits"].values() if f["kind"] != "sweep" and f["token_kind"] == "gauss"]
         a.plot([f["lambda_max"] for f in probes], [f[part]["slope"] for f in probes], "k^", ms=4, ls="none",
                alpha=0.6, label="C1 probes (Gaussian settings, upper-half fit)")
@@ -185,6 +193,7 @@ def c2_threshold(metrics: dict, note: str, protocol: dict, png, pdf) -> None:
 def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf) -> None:
     """C4: risk and distance to theta* vs time (ODE, population GD, sampled GD); conservation; n_tasks."""
     fig, ax = plt.subplots(1, 4, figsize=(19, 4.3))
+    fig.subplots_adjust(wspace=0.3)  # room for each panel's y label
     for k, (label, r) in enumerate(flows.items()):
         c = f"C{k}"
         t = r["t"]
@@ -218,6 +227,7 @@ def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf)
     ax[2].set_title("conservation defect")
     ax[3].set_xscale("log")
     ax[3].set_yscale("log")
+    _sparse_log_labels(ax[3].xaxis)
     ax[3].set_xlabel("number of tasks")
     ax[3].set_ylabel(r"$\max_t \|\theta_{sampled}(t) - \theta_{pop. GD}(t)\|$")
     ax[3].set_title("sampled vs population GD")

@@ -75,6 +75,7 @@ def dry(smoke_built, tmp_path_factory):
         ("nothing", (smoke_built, ["-n", *SMOKE])),
         ("c3_knob", (smoke_built, ["-n", *SMOKE, "--configfile", "knob.yaml"])),
         ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
+        ("report", (smoke_built, [*SMOKE, "--report", str(base / "report.html")])),
         # last on the smoke build: touch a plotting module, then plan
         ("edit_plots", {"append": smoke_built / "softlin" / "plots.py", "text": "\n# edited\n"}),
         ("plots", (smoke_built, ["-n", *SMOKE])),
@@ -82,7 +83,8 @@ def dry(smoke_built, tmp_path_factory):
         ("paper_grouped", (paper, ["c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"])),
     ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
     results = smk_batch([step for _, step in named], base)
-    return SimpleNamespace(cfg_repo=cfg, **{name: res for (name, _), res in zip(named, results)})
+    return SimpleNamespace(cfg_repo=cfg, report_html=base / "report.html",
+                           **{name: res for (name, _), res in zip(named, results)})
 
 
 def test_nothing_changed_nothing_planned(dry):
@@ -133,3 +135,18 @@ def test_c5_test_set_change_reruns_no_training(dry):
     jobs = planned(dry.c5_test_set)
     assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
     assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "all"}, jobs
+
+
+def test_report_captions_come_from_the_config(dry):
+    """The smoke build's report: the captions render (Jinja, then reStructuredText) with the
+    smoke preset's numbers and its description, and each verdict page names its claim."""
+    assert dry.report.returncode == 0, dry.report.stdout[-3000:]
+    html = dry.report_html.read_text()
+    assert "scaled down (few steps, few tasks, short prompts)" in html    # config/presets/smoke.yaml
+    assert "2^3 .. 2^9 (7 prompt lengths)" in html                          # c1: log2_L_max 9 at smoke
+    # C3a's tests from the config, as inline literals (HTML-escaped)
+    assert "C3a-isotropic: <tt" in html and "n_increases_D_inf_max &lt;= 1" in html
+    assert "slope_D_inf_max between" in html and "-0.35]" in html
+    for claim in ("C1 - output concentration", "C2 - gradient concentration", "C3 - transfer",
+                  "C4 - tractable infinite-prompt dynamics", "C5 - the paper"):
+        assert f"Verdict of {claim}" in html, claim
