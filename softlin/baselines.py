@@ -20,7 +20,8 @@ def _fn(name: str):
     if name not in _FNS:
         from symbolic import export as E
         _FNS.update(bayes=E.bayes_fns("jax"), gd=E.gd_predict_fn("jax"), gamma=E.gamma_w_noisy_fn("jax"),
-                    opt=E.limit_optimum_predict_fn("jax"), gd_risk=E.gd_risk_fn(), opt_risk=E.limit_optimum_risk_fn())
+                    opt=E.limit_optimum_predict_fn("jax"), gd_risk=E.gd_risk_fn(), opt_risk=E.limit_optimum_risk_fn(),
+                    class_risk=E.linear_class_risk_fn(), class_P=E.linear_class_precond_fn())
     return _FNS[name]
 
 
@@ -51,6 +52,17 @@ def gd_risk_closed(L, sigma_prompt, sigma_query, noise_var: float, w_var: float)
         E (f - y_q)^2 = s2 + (w_var tr S_q + (w_var tr S_p + s2) tr(S_p^{-1} S_q)) / L.
     """
     return _fn("gd_risk")(L, sigma_prompt, sigma_query, noise_var, w_var)
+
+
+def linear_class_risk(L, sigma_prompt, sigma_query, noise_var: float, w_var: float) -> float:
+    """The linear-attention class optimum at prompt length L (symbolic S6): ``min_P E (x_q^T P h - y_q)^2``,
+    ``h = X^T y / L``, attained at :func:`linear_class_precond`."""
+    return _fn("class_risk")(L, sigma_prompt, sigma_query, noise_var, w_var)
+
+
+def linear_class_precond(L, sigma_prompt, noise_var: float, w_var: float):
+    """``P*(L) = ((tr Sigma_p + noise_var / w_var) / L I + (1 + 1/L) Sigma_p)^-1`` (symbolic S6), (d, d)."""
+    return _fn("class_P")(L, sigma_prompt, noise_var, w_var)
 
 
 def limit_optimum_predict(w, zq):

@@ -271,6 +271,10 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
         ax[0].plot(L, table[f"R_{key}_at_inf"], ls=":", color=c, lw=1,
                    label=f"trained {key} params at L = inf")
     ax[0].plot(L, table["R_gd_closed"], "k--", lw=0.8, label="one-step GD, closed form")
+    ax[0].plot(L, table["R_linear_class_closed"], color="tab:blue", ls="--", lw=0.8,
+               label="linear class optimum, closed form")
+    ax[0].plot(L, table["R_softmax_ref"], color="tab:red", ls="--", lw=0.8,
+               label="softmax reference family (test set)")
     ax[0].axhline(metrics["R_inf_exact"], color="k", lw=1, label=f"noise floor {metrics['R_inf_exact']}")
     ax[0].set_xscale("log")
     ax[0].set_yscale("log")
@@ -294,7 +298,7 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
     ax[2].axhline(steps, color="gray", ls="--", lw=0.8, label="end of training (never escaped)")
     ax[2].set_xscale("log")
     ax[2].set_xlabel("prompt length L")
-    ax[2].set_ylabel("step the loss fell below half its first value")
+    ax[2].set_ylabel("step the loss fell below half its first value\n(diagnostic; converged: flat, within reference)")
     ax[2].set_title(f"convergence (C5c): {metrics['convergence']['n_unconverged']} of "
                     f"{metrics['convergence']['n_runs']} runs not converged")
     for a in ax:

@@ -202,6 +202,30 @@ def gd_risk_fn():
     return risk
 
 
+def linear_class_risk_fn():
+    """S6: (L, Sigma_p, Sigma_q, noise_var, w_var) -> min over P of E (x_q^T P h - y_q)^2: the linear-attention
+    class optimum at prompt length L (numpy float)."""
+    from .s6_baselines import GD_RISK_ARGS
+    f = _s6("linear_class_risk", GD_RISK_ARGS, "numpy")
+
+    def risk(L, sigma_prompt, sigma_query, noise_var, w_var):
+        Sp, Sq = np.asarray(sigma_prompt, float), np.asarray(sigma_query, float)
+        return float(np.reshape(f(L, Sp, Sq, float(noise_var), float(w_var), Sp.shape[0]), ()))
+    return risk
+
+
+def linear_class_precond_fn():
+    """S6: (L, Sigma_p, noise_var, w_var) -> P*(L) (d, d), the preconditioner of the linear-attention class
+    optimum x_q^T P* h at prompt length L (it does not depend on Sigma_q)."""
+    from .s6_baselines import GD_RISK_ARGS
+    f = _s6("linear_class_P", GD_RISK_ARGS, "numpy")
+
+    def precond(L, sigma_prompt, noise_var, w_var):
+        Sp = np.asarray(sigma_prompt, float)
+        return np.asarray(f(L, Sp, Sp, float(noise_var), float(w_var), Sp.shape[0]), float)
+    return precond
+
+
 def gd_predict_fn(backend: str = "numpy"):
     """S6: (G_xy (n, d), x_q (n, d), Sigma_p (d, d)) -> x_q^T Sigma_p^-1 G_xy, (n,)."""
     from .s6_baselines import GD_PREDICT_ARGS

@@ -45,11 +45,13 @@ def _sym(expr):
 TITLE = "C5 baselines: one-step preconditioned GD, the Bayes posterior mean, the infinite-prompt optimum"
 
 
-@register("S6", version="1", title=TITLE)
+@register("S6", version="2", title=TITLE)
 def derive_s6() -> Derivation:
-    """GD predictor and its risk (Isserlis), Bayes posterior mean / covariance, infinite-prompt optimum risk."""
+    """GD predictor and its risk (Isserlis), the best preconditioner at length L (the linear-attention
+    class optimum), Bayes posterior mean / covariance, infinite-prompt optimum risk."""
     steps, res = [], {}
     _gd(steps, res)
+    _class_optimum(steps, res)
     _bayes(steps, res)
     _infinite(steps, res)
     return Derivation("S6", TITLE, steps, res)
@@ -111,6 +113,48 @@ def _gd(steps, res):
     lim = sp.limit(risk, L, sp.oo)
     steps.append((f"L -> oo: the risk tends to the noise variance: {lim == s2}", lim))
     assert lim == s2
+
+
+def _class_optimum(steps, res):
+    """min over P of the risk of x_q^T P h at length L: the optimum of the linear-attention class."""
+    risk_P = res["gd_risk_P"]
+    M = (wv * sp.Trace(Sp) + s2) / L * Sp + (1 + 1 / L) * wv * Sp * Sp
+    quad = s2 + wv * sp.Trace(Sq) - 2 * wv * sp.Trace(Sq * P * Sp) + sp.Trace(P.T * Sq * P * M)
+    steps.append(("the risk of x_q^T P h is quadratic in P: R(P) = s^2 + sigma_w^2 tr Sigma_q - 2 sigma_w^2 tr(Sigma_q P Sigma_p) "
+                  "+ tr(P^T Sigma_q P M), M = E[h h^T] = ((sigma_w^2 tr Sigma_p + s^2) / L) Sigma_p "
+                  "+ (1 + 1/L) sigma_w^2 Sigma_p^2", quad))
+    grad = matrix_grad(quad, P)
+    steps.append(("dR/dP = 2 Sigma_q P M - 2 sigma_w^2 Sigma_q Sigma_p (Sigma_p, Sigma_q, M symmetric): zero at "
+                  "P* = sigma_w^2 Sigma_p M^-1 whatever Sigma_q", grad))
+    P_opt = wv * Sp * M.I
+    R_opt = s2 + wv * sp.Trace(Sq) - wv * sp.Trace(Sq * P_opt * Sp)
+    steps.append(("P* = sigma_w^2 Sigma_p M^-1 = ((tr Sigma_p + s^2 / sigma_w^2) / L I + (1 + 1/L) Sigma_p)^-1 and its risk "
+                  "R*(L) = s^2 + sigma_w^2 tr Sigma_q - sigma_w^2 tr(Sigma_q P* Sigma_p)", sp.Tuple(P_opt, R_opt)))
+    P2 = sym_matrix("P", 2)
+    Sp2, Sq2 = sym_matrix("S", 2, symmetric=True), sym_matrix("Q", 2, symmetric=True)
+    sub = {P: P2, Sp: Sp2, Sq: Sq2, d: 2}
+    ok = is_zero(explicit(quad, sub) - explicit(risk_P, sub))
+    steps.append((f"check d = 2 (P general, Sigma_p and Sigma_q symmetric, all entries symbolic): the quadratic form "
+                  f"== the Isserlis risk of x_q^T P h above: {ok}", None))
+    assert ok
+    nums = {L: 7, s2: sp.Rational(1, 10), wv: sp.Rational(1, 5)}
+    for label, Sp_n, Sq_n in _modes():
+        sub_n = {Sp: Sp_n, Sq: Sq_n, d: 2}
+        Pn = explicit(P_opt, sub_n).subs(nums)
+        g = explicit(grad, {**sub_n, P: Pn}).subs(nums)
+        Rn = explicit(risk_P, {**sub_n, P: Pn}).subs(nums) - explicit(R_opt, sub_n).subs(nums)
+        hess_pd = all(ev > 0 for S_ in (Sp_n, Sq_n) for ev in S_.eigenvals())
+        ok = is_zero(g) and is_zero(Rn) and hess_pd
+        steps.append((f"{label}, L = 7, s^2 = 1/10, sigma_w^2 = 1/5 (exact rationals): dR/dP vanishes at P*, "
+                      f"R(P*) == R*(L), and Sigma_p, Sigma_q are positive definite (so are M and the quadratic's "
+                      f"Hessian Sigma_q (x) M): P* is the minimiser: {ok}", None))
+        assert ok
+    R_corr = explicit(R_opt, {Sp: _modes()[0][1], Sq: _modes()[0][2], d: 2}).subs({s2: nums[s2], wv: nums[wv]})
+    lim = sp.limit(sp.cancel(R_corr), L, sp.oo)
+    steps.append((f"L -> oo (correct mode, d = 2, s^2 = 1/10): R*(L) -> the noise variance: {lim == nums[s2]}", lim))
+    assert lim == nums[s2]
+    res["linear_class_P"] = P_opt
+    res["linear_class_risk"] = R_opt
 
 
 def _bayes(steps, res):

@@ -329,6 +329,26 @@ def test_s6_gd_risk_against_monte_carlo(mode):
     assert np.allclose(E.gd_predict_fn()(G_xy, xq[:50], Sp), f[:50], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", [0, 1])
+def test_s6_linear_class_optimum_against_least_squares(mode):
+    """S6 class optimum P*(L) vs the least-squares fit of y_q on the features vec(x_q h^T) of a numpy sample
+    of the C5 law (d = 3), and R*(L) vs the Monte Carlo risk of x_q^T P* h (4 SE), both modes."""
+    label, rp, rq = _c5_modes(3)[mode]
+    rng = np.random.default_rng(90 + mode)
+    L, s2, wv, n = 6, 0.1, 0.3, 400_000
+    X, y, xq, yq, _ = _c5_sample(rng, n, L, rp, rq, s2, wv)
+    Sp, Sq = rp @ rp.T, rq @ rq.T
+    h = np.einsum("nld,nl->nd", X, y) / L
+    F = np.einsum("ni,nj->nij", xq, h).reshape(n, -1)
+    P_ls = np.linalg.lstsq(F, yq, rcond=None)[0].reshape(3, 3)
+    P = E.linear_class_precond_fn()(L, Sp, s2, wv)
+    assert np.allclose(P_ls, P, atol=0.03), (label, P_ls, P)
+    e = (np.einsum("ni,ij,nj->n", xq, P, h) - yq) ** 2
+    closed = E.linear_class_risk_fn()(L, Sp, Sq, s2, wv)
+    assert abs(e.mean() - closed) < 4 * e.std() / np.sqrt(n), (label, e.mean(), closed)
+    assert closed < E.gd_risk_fn()(L, Sp, Sq, s2, wv)
+
+
 def test_s6_bayes_posterior_against_numpy_and_monte_carlo():
     """Posterior mean == numpy.linalg.solve of the ridge system; the mean conditional Bayes risk == Monte Carlo
     risk of the posterior mean (4 SE), and it is below the GD risk."""

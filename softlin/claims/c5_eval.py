@@ -17,9 +17,89 @@ from .._jax import jax, jnp
 from ..params import Params
 from .c5 import task_of
 
-PREDICTORS = ("softmax", "linear", "ridge", "gd", "limit_opt", "softmax_at_inf", "linear_at_inf")
+PREDICTORS = ("softmax", "linear", "ridge", "gd", "limit_opt", "softmax_at_inf", "linear_at_inf",
+              "linear_ref", "softmax_ref")
 PAIRS = {"gap": ("softmax", "linear"), "softmax_minus_ridge": ("softmax", "ridge"),
-         "linear_minus_ridge": ("linear", "ridge")}
+         "linear_minus_ridge": ("linear", "ridge"), "softmax_minus_ref": ("softmax", "softmax_ref"),
+         "linear_minus_ref": ("linear", "linear_ref")}
+FAMILY_SCALES = np.geomspace(1 / 64, 64, 49)   # the grid of a in the softmax reference family
+REFERENCE_STREAM = 1                           # stream of the eval seed the softmax family is fitted on
+
+
+def class_preconds(task: online.TaskLaw, Ls) -> np.ndarray:
+    """P*(L) of the linear-attention class optimum (symbolic S6) at every L, (n_L, d, d)."""
+    return np.stack([baselines.linear_class_precond(L, task.sigma_prompt, task.noise_var, task.w_var)
+                     for L in Ls])
+
+
+def reference_params(P, a=None, c=None) -> Params:
+    """Reference members as (U, v) stacked over L: ``U = blockdiag(a P^T, 0)``, ``v = c e_D``.
+
+    ``a = c = 1`` in linear attention gives ``x_q^T P Ghat_xy`` (the class optimum at P = P*);
+    in softmax attention, ``c sum_l softmax_l(a x_l^T P x_q) y_l``.  P (n_L, d, d), a, c (n_L,)."""
+    P = np.asarray(P, float)
+    n_L, d = P.shape[0], P.shape[-1]
+    a = np.ones(n_L) if a is None else np.asarray(a, float)
+    c = np.ones(n_L) if c is None else np.asarray(c, float)
+    U = np.zeros((n_L, d + 1, d + 1))
+    U[:, :d, :d] = a[:, None, None] * np.swapaxes(P, -1, -2)
+    v = np.zeros((n_L, d + 1))
+    v[:, d] = c
+    return Params(jnp.asarray(U), jnp.asarray(v))
+
+
+def _make_family_fit(task: online.TaskLaw, n: int, l_max: int, f64: bool):
+    """A compiled chunk of the softmax family fit: for every L and scale a, the sums
+    (sum g y, sum g^2) with ``g = sum_l softmax_l(a x_l^T P*_L x_q) y_l``, (n_L, n_a, 2), and sum y_q^2."""
+    law = task.law()
+    scales = jnp.asarray(FAMILY_SCALES)
+
+    @jax.jit
+    def chunk(key, j, Ls, P):
+        b = stream.sample(law, key, j, n, l_max, f64)
+        d = P.shape[-1]
+
+        def per_L(args):
+            L, Pl = args
+
+            def per_a(a):
+                U = jnp.zeros((d + 1, d + 1), P.dtype).at[:d, :d].set(a * Pl.T)
+                g = online.predict("softmax", Params(U, jnp.zeros(d + 1, P.dtype).at[d].set(1.0)), b, L)
+                return jnp.stack([(g * b.yq).sum(), (g * g).sum()])
+
+            return jax.lax.map(per_a, scales)
+
+        return jax.lax.map(per_L, (Ls, P)), (b.yq ** 2).sum()
+
+    return chunk
+
+
+def softmax_family(cfg: dict, Ls, progress=None) -> dict:
+    """The softmax reference: per L, the best member of ``{U = blockdiag(a P*_L^T, 0), v = c e_D}``
+    (a on the grid FAMILY_SCALES, c by least squares given a), fitted on ``eval.n_test`` prompts of the
+    reference stream (eval seed, stream 1; independent of training and of the test set).  The family is
+    inside the softmax class and contains the infinite-prompt optimum (a c = 1 as L -> oo); a converged
+    softmax run is not worse than its best member.  Returns ``a``, ``c``, ``fit_risk`` (n_L,)."""
+    task = task_of(cfg)
+    ev = cfg["eval"]
+    n, n_chunks = ev["chunk"], ev["n_test"] // ev["chunk"]
+    P = class_preconds(task, Ls)
+    fn = _make_family_fit(task, n, max(Ls), cfg["sample_dtype"] == "float64")
+    key = stream.stream_key(ev["seed"], REFERENCE_STREAM)
+    sums = np.zeros((len(Ls), FAMILY_SCALES.size, 2))
+    syy = 0.0
+    for j in range(n_chunks):
+        part, yy = fn(key, j, jnp.asarray(Ls, jnp.int64), jnp.asarray(P))
+        sums += np.asarray(part)
+        syy += float(yy)
+        if progress and (j + 1) % max(1, n_chunks // 4) == 0:
+            progress(f"softmax reference family: fitted on {(j + 1) * n} / {n_chunks * n} prompts")
+    gy, gg = sums[..., 0], sums[..., 1]
+    risk = (syy - gy ** 2 / gg) / (n * n_chunks)          # (n_L, n_a) at the best c for each a
+    best = np.argmin(risk, axis=1)
+    idx = np.arange(len(Ls))
+    return {"a": FAMILY_SCALES[best], "c": gy[idx, best] / gg[idx, best], "fit_risk": risk[idx, best],
+            "a_at_grid_edge": bool(np.any((best == 0) | (best == FAMILY_SCALES.size - 1)))}
 
 
 def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
@@ -28,24 +108,25 @@ def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
     law = task.law()
 
     @jax.jit
-    def chunk(key, j, Ls, soft: Params, lin: Params):
+    def chunk(key, j, Ls, soft: Params, lin: Params, lref: Params, sref: Params):
         b = stream.sample(law, key, j, n, l_max, f64)
         zq = b.zq[:, None, :]
         f_opt = baselines.limit_optimum_predict(b.w, zq)
         y = b.yq
 
         def per_L(args):
-            L, ps, pl = args
+            L, ps, pl, plr, psr = args
             keep = (jnp.arange(l_max) < L).astype(b.zT.dtype)
             G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
             preds = (online.predict("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
                      baselines.ridge_predict(G, zq, L, task.noise_var, task.w_var),
                      baselines.gd_predict(G, zq, sp), f_opt,
                      baselines.limit_predict(ps, b.w, zq, sp, task.noise_var),
-                     baselines.limit_predict(pl, b.w, zq, sp, task.noise_var))
+                     baselines.limit_predict(pl, b.w, zq, sp, task.noise_var),
+                     online.linear_output(plr, G, b.zq), online.predict("softmax", psr, b, L))
             return jnp.stack([(f - y) ** 2 for f in preds])
 
-        return jax.lax.map(per_L, (Ls, soft, lin))
+        return jax.lax.map(per_L, (Ls, soft, lin, lref, sref))
 
     return chunk
 
@@ -56,12 +137,16 @@ def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[di
     ``soft`` / ``lin``: trained (U, v) stacked over ``Ls``.  The test set is the stream of the
     evaluation seed (independent of training), step ``j`` = test chunk ``j``, prompts at the
     largest L (nested).  Also paired differences (same test prompts) with their standard errors,
-    and the closed-form one-step GD risk.
+    the reference members of both classes (``linear_ref``: the class optimum x_q^T P*_L h;
+    ``softmax_ref``: :func:`softmax_family`), the closed-form one-step GD risk and class optimum.
     """
     task = task_of(cfg)
     ev = cfg["eval"]
     n, n_chunks = ev["chunk"], ev["n_test"] // ev["chunk"]
     l_max = max(Ls)
+    fam = softmax_family(cfg, Ls, progress)
+    P = class_preconds(task, Ls)
+    lref, sref = reference_params(P), reference_params(P, fam["a"], fam["c"])
     fn = _make_eval(task, n, l_max, cfg["sample_dtype"] == "float64")
     key = stream.stream_key(ev["seed"], 0)
     Ls_j = jnp.asarray(Ls, jnp.int64)
@@ -73,7 +158,7 @@ def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[di
     d2 = {k: np.zeros(len(Ls)) for k in PAIRS}
     idx = {p: i for i, p in enumerate(PREDICTORS)}
     for j in range(n_chunks):
-        e = np.asarray(fn(key, j, Ls_j, soft, lin))  # (n_L, n_pred, n)
+        e = np.asarray(fn(key, j, Ls_j, soft, lin, lref, sref))  # (n_L, n_pred, n)
         s1 += e.sum(-1)
         s2 += (e ** 2).sum(-1)
         for k, (a, b) in PAIRS.items():
@@ -100,6 +185,11 @@ def evaluate(cfg: dict, Ls, soft: Params, lin: Params, progress=None) -> list[di
         row["R_gd_closed"] = baselines.gd_risk_closed(L, task.sigma_prompt, task.sigma_query,
                                                       task.noise_var, task.w_var)
         row["R_inf_exact"] = float(baselines.limit_optimum_risk(task.noise_var))
+        row["R_linear_class_closed"] = baselines.linear_class_risk(L, task.sigma_prompt, task.sigma_query,
+                                                                   task.noise_var, task.w_var)
+        row["softmax_ref_a"], row["softmax_ref_c"] = float(fam["a"][i]), float(fam["c"][i])
+        row["softmax_ref_fit_risk"] = float(fam["fit_risk"][i])
+        row["softmax_ref_a_at_grid_edge"] = fam["a_at_grid_edge"]
         rows.append(row)
     return rows
 
@@ -115,16 +205,18 @@ def plateau_drop(loss, frac: float) -> float:
     return float(-slope * k / y.mean())
 
 
-def run_convergence(loss, loss_step, conv: dict, reference: float | None = None) -> dict:
-    """Per-run convergence from the logged training loss (criterion C5c).
+def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
+                    reference: float | None = None) -> dict:
+    """Per-run convergence (criterion C5c) from the logged training loss and the run's test risk.
 
-    ``initial``: the first logged window's loss; ``escape_step``: the first logged step at which
-    the loss is below ``escape_frac`` x initial (None: never); ``rel_drop_end``:
-    :func:`plateau_drop` over the last ``window_frac`` of the log; ``final``: the mean loss over
-    that window.  ``reference`` (linear attention): the risk of one member of the model class
-    (one-step preconditioned GD, closed form), which a converged run cannot exceed by more than
-    ``reference_tol`` (relative): flatness alone also holds on an intermediate plateau.
-    ``converged``: escaped, flat, and within the reference if there is one.
+    ``initial``: the first logged loss; ``escape_step``: the first logged step at which the loss is
+    below ``escape_frac`` x initial (None: never; a diagnostic, not part of the criterion);
+    ``rel_drop_end``: :func:`plateau_drop` over the last ``window_frac`` of the log; ``final``: the
+    mean loss over that window.  ``reference``: the test risk of a member of the run's model class
+    (linear: the class optimum at its L; softmax: the best member of the reference family), which a
+    converged run does not exceed by more than ``reference_tol`` (relative), compared with ``risk``
+    (the run's test risk; the final training loss if None).  ``converged``: flat, and within the
+    reference if there is one (flatness alone also holds on an intermediate plateau).
     """
     loss = np.asarray(loss, dtype=float)
     initial = float(loss[0])
@@ -133,12 +225,12 @@ def run_convergence(loss, loss_step, conv: dict, reference: float | None = None)
     drop = plateau_drop(loss, conv["window_frac"])
     k = max(3, int(round(conv["window_frac"] * loss.size)))
     final = float(loss[-k:].mean())
-    ok = escape is not None and drop < conv["max_rel_drop"]
+    ok = drop < conv["max_rel_drop"]
     out = {"initial": initial, "final": final, "escape_step": escape, "rel_drop_end": drop}
     if reference is not None:
-        out["reference"] = float(reference)
-        out["final_over_reference"] = final / reference
-        ok = ok and final <= (1.0 + conv["reference_tol"]) * reference
+        r = final if risk is None else float(risk)
+        out.update(reference=float(reference), risk=r, risk_over_reference=r / reference)
+        ok = ok and r <= (1.0 + conv["reference_tol"]) * reference
     out["converged"] = bool(ok)
     return out
 
@@ -160,12 +252,12 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
         out[m] = {"excess_rel_at_Lmax": float(exc[-1] / noise), "excess_rel_at_Lmin": float(exc[0] / noise),
                   "excess_ratio": float(exc[-1] / exc[0]) if exc[0] > 0 else float("nan"),
                   "R_at_Lmax": rows[-1][f"R_{m}"], "R_at_Lmin": rows[0][f"R_{m}"]}
-    task = task_of(cfg)
-    r_gd = {int(r["L"]): baselines.gd_risk_closed(r["L"], task.sigma_prompt, task.sigma_query,
-                                                   task.noise_var, task.w_var) for r in rows}
-    runs = {k: run_convergence(v, loss_step, cfg["convergence"],
-                               r_gd[int(k.split("_L")[1])] if k.startswith("linear") else None)
-            for k, v in losses.items()}
+    by_L = {int(r["L"]): r for r in rows}
+    runs = {}
+    for k, v in losses.items():
+        m, L = k.split("_L")
+        r = by_L[int(L)]
+        runs[k] = run_convergence(v, loss_step, cfg["convergence"], r[f"R_{m}"], r[f"R_{m}_ref"])
     bad = sorted(k for k, r in runs.items() if not r["converged"])
     drops = {k: r["rel_drop_end"] for k, r in runs.items()}
     out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),

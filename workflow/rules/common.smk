@@ -306,4 +306,5 @@ def c5_protocol():
             "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every", "description")
     out = {k: c5[k] for k in keys}
     out["n_test"] = c5["eval"]["n_test"]
+    out["convergence"] = dict(c5["convergence"])
     return out
