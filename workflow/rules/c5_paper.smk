@@ -94,7 +94,7 @@ rule c5_verdict:
     """Predeclared criteria C5a-C5d (C5c: every run converged; C5a/C5b INCONCLUSIVE otherwise)."""
     input:
         metrics="results/c5/c5_metrics.json",
-        code=pkg("verdict.py"),
+        code=pkg("verdict.py", "io.py"),
     output:
         json="results/c5/verdict.json",
         md="results/c5/verdict.md",

@@ -14,7 +14,8 @@ if proto.get("scaled_down"):
     notes.append(f"SCALED DOWN: {proto['steps']} steps, L = {proto['L']}")
 title = f"the paper's Sec. 6 experiment (preset {p.preset}{'; ' if notes else ''}{'; '.join(notes)})"
 conv = metrics["convergence"]
-rows = ["| run | first loss | final loss | escape step (diagnostic) | end drop | test risk | reference risk | ratio | converged |",
+rows = ["| run | first loss | final loss | escape step (diagnostic) | end drop | test risk | reference risk | ratio "
+        "| converged |",
         "|---|---|---|---|---|---|---|---|---|"]
 for k, r in conv["runs"].items():
     ref = (f"{r['risk']:.4g} | {r['reference']:.4g} | {r['risk_over_reference']:.3f}" if "reference" in r
@@ -24,5 +25,5 @@ for k, r in conv["runs"].items():
 extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\n"
          "Per-run convergence (C5c; reference: linear, the class optimum x_q^T P*(L) h; softmax, the best "
          "member of the family U = blockdiag(a P*(L), 0), v = c e_D):\n\n" + "\n".join(rows) + "\n")
-verdict.publish("c5", title, list(p.criteria), metrics, snakemake.output,  # noqa: F821
+verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log)
