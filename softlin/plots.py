@@ -294,11 +294,11 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
         ok = [runs[f"{model}_L{x}"]["converged"] for x in L]
         y = [e if e is not None else steps for e in esc]
         ax[2].scatter(L, y, marker=mk, facecolors=[c if o else "none" for o in ok], edgecolors=c,
-                      label=f"{model} (filled: converged)")
+                      label=f"{model} (filled: converged = flat and within its class reference)")
     ax[2].axhline(steps, color="gray", ls="--", lw=0.8, label="end of training (never escaped)")
     ax[2].set_xscale("log")
     ax[2].set_xlabel("prompt length L")
-    ax[2].set_ylabel("step the loss fell below half its first value\n(diagnostic; converged: flat, within reference)")
+    ax[2].set_ylabel("escape step: loss below half its first value")
     ax[2].set_title(f"convergence (C5c): {metrics['convergence']['n_unconverged']} of "
                     f"{metrics['convergence']['n_runs']} runs not converged")
     for a in ax:

@@ -450,7 +450,7 @@ def test_run_convergence():
 # --------------------------------------------------------------------------- class references
 def test_reference_params_predictions():
     """reference_params: linear attention gives x_q^T P Ghat_xy; softmax attention gives
-    c sum_l softmax_l(a x_l^T P x_q) y_l (numpy, on the prompt's first L tokens)."""
+    c sum_l softmax_l(a x_l^T P^T x_q) y_l (numpy, on the prompt's first L tokens)."""
     b = stream.sample(_task().law(), stream.stream_key(12), 0, 6, 20)
     zT, zq = np.asarray(b.zT), np.asarray(b.zq)
     P = np.random.default_rng(5).normal(size=(5, 5))
@@ -463,7 +463,7 @@ def test_reference_params_predictions():
     for i in range(6):
         X, y, xq = zT[i, :5, :L].T, zT[i, 5, :L], zq[i, :5]
         np.testing.assert_allclose(f_lin[i], xq @ P @ (X.T @ y / L), rtol=1e-12, atol=1e-13)
-        s = a * X @ P @ xq
+        s = a * X @ P.T @ xq  # score z_l^T U z_q with U = blockdiag(a P^T, 0)
         p = np.exp(s - s.max())
         np.testing.assert_allclose(f_soft[i], c * (p / p.sum()) @ y, rtol=1e-11, atol=1e-13)
 
