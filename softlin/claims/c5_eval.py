@@ -36,7 +36,7 @@ def reference_params(P, a=None, c=None) -> Params:
     """Reference members as (U, v) stacked over L: ``U = blockdiag(a P^T, 0)``, ``v = c e_D``.
 
     ``a = c = 1`` in linear attention gives ``x_q^T P Ghat_xy`` (the class optimum at P = P*);
-    in softmax attention, ``c sum_l softmax_l(a x_l^T P x_q) y_l``.  P (n_L, d, d), a, c (n_L,)."""
+    in softmax attention, ``c sum_l softmax_l(a x_l^T P^T x_q) y_l`` (P* is symmetric).  P (n_L, d, d), a, c (n_L,)."""
     P = np.asarray(P, float)
     n_L, d = P.shape[0], P.shape[-1]
     a = np.ones(n_L) if a is None else np.asarray(a, float)
