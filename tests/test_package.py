@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import importlib, pkgutil, sys
-import softlin
-names = [m.name for m in pkgutil.walk_packages(softlin.__path__, "softlin.")]
+import softlin, symbolic
+names = ["softlin", "symbolic"]
+for pkg in (softlin, symbolic):
+    names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
 for name in names:
     importlib.import_module(name)
 print(softlin.__file__)
@@ -22,17 +24,34 @@ print(" ".join(sorted(m for m in sys.modules if m == "snakemake" or m.startswith
 """
 
 
+def _module_files():
+    """Every module of the two packages, as dotted names read from the checkout's files."""
+    out = set()
+    for pkg in ("softlin", "symbolic"):
+        for f in (ROOT / pkg).rglob("*.py"):
+            parts = f.relative_to(ROOT).with_suffix("").parts
+            out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
 def test_importing_every_module_leaves_snakemake_out():
-    """Every softlin module, imported in a fresh interpreter (this checkout first on the path),
-    leaves ``snakemake`` out of ``sys.modules``."""
+    """Every module of softlin and symbolic (each file of the checkout), imported in a fresh
+    interpreter (this checkout first on the path), leaves ``snakemake`` out of ``sys.modules``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True, timeout=300)
     path, names, smk = (out.stdout.splitlines() + ["", "", ""])[:3]
     assert Path(path).resolve().is_relative_to(ROOT / "softlin"), path
-    names = names.split()
-    assert {"softlin.verdict", "softlin.plots", "softlin.claims.c3"} <= set(names), names
-    assert smk == "", f"importing softlin pulled in {smk}"
+    assert set(names.split()) == _module_files(), set(names.split()) ^ _module_files()
+    assert smk == "", f"importing softlin and symbolic pulled in {smk}"
+
+
+def test_snakemake_is_not_a_dependency_of_the_library():
+    """Snakemake is the optional extra ``workflow`` (the Makefile installs it), never a dependency."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(r.lower().startswith("snakemake") for r in project["dependencies"])
+    assert any(r.startswith("snakemake") for r in project["optional-dependencies"]["workflow"])
+    assert ".[workflow" in (ROOT / "Makefile").read_text()
 
 
 def test_version_has_one_source():
