@@ -102,6 +102,7 @@ rule c3_figure:
         preset=PRESET,
         preset_description=PRESET_DESCRIPTION,
         protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
+        colors=config["plot"]["c3_colors"],
     conda:
         "../envs/softlin.yaml"
     log:

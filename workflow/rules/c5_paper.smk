@@ -81,7 +81,10 @@ rule c5_figure:
         training_pdf="figures/c5_training.pdf",
     params:
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol=c5_protocol(),
+        curves=config["plot"]["c5_curves"],
+        cmap=config["plot"]["c5_L_cmap"],
     conda:
         "../envs/softlin.yaml"
     log:
