@@ -226,10 +226,8 @@ C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed"
 
 
 def _c5_section(keys):
-    c5 = config["c5"]
-    out = {k: c5[k] for k in keys}
-    out["w_var"] = c5["w_var"] if c5["w_var"] is not None else 1.0 / c5["d"]
-    return out
+    """The C5 keys a job reads (``w_var: null`` stays null: softlin.online.make_task defaults it to 1/d)."""
+    return {k: config["c5"][k] for k in keys}
 
 
 def c5_train_config():
