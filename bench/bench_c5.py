@@ -51,7 +51,7 @@ def child(args):
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
     opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
     setup = online.Setup(Ls, Ls, n, 10, False, "shared", 2025, opt)
-    params = {m: online._stack([p0] * len(Ls)) for m in online.MODELS}
+    params = {m: online._stack([p0] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     n_logs = max(1, args.steps // 10)
     st, _ = online.run_chunk(st, law, setup, n_logs)

@@ -12,16 +12,12 @@ sys.path.insert(0, ROOT)
 
 from symbolic import export as E  # noqa: E402
 from symbolic import to_json, to_markdown, get, write_all  # noqa: E402
+from softlin.numpy_reference import sqrtm_sym as sqrtm  # noqa: E402  (the independent reference's Sigma^(1/2))
 
 
 def spd(rng, d):
     X = rng.normal(size=(d, d))
     return X @ X.T / d + 0.5 * np.eye(d)
-
-
-def sqrtm(S):
-    ev, Q = np.linalg.eigh(S)
-    return (Q * np.sqrt(ev)) @ Q.T
 
 
 def gamma_w(S, w):
