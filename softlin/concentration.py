@@ -33,7 +33,7 @@ BLOCK_SEED_STRIDE = 7919  # block b of a run with seed s uses seed s + BLOCK_SEE
 
 # --------------------------------------------------------------------------- probes
 def lambda_beta(A, sigma) -> tuple[float, float]:
-    """``(lambda_max(M), beta)`` of SPEC section 4 from the symbolic module (S5)."""
+    """``(lambda_max(M), beta)`` of docs/maths.md#threshold from the symbolic module (S5)."""
     from symbolic.export import beta_fn, threshold_M
 
     lam = threshold_M(A, sigma)

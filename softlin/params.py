@@ -1,4 +1,4 @@
-"""Parameters ``theta = (U, v)`` (SPEC section 2-3): Eq. (9) initialisation and Remark 5.2 optimum."""
+"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation and Remark 5.2 optimum."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ def _reduced(steps, res, R, grads):
               and all(is_zero(explicit(o, sub)) for o in off.values()))
         steps.append((f"check d = {n} (general A, symmetric Sigma): R(A,b) = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T), "
                       f"dA/dt = b Sigma^2 - b^2 Sigma^2 A Sigma, db/dt = tr(A^T Sigma^2) - b tr(A^T Sigma^2 A Sigma), "
-                      f"off-block gradient 0 (SPEC section 5 C4 formulas): {ok}", None))
+                      f"off-block gradient 0 (the C4 formulas, docs/maths.md#c4): {ok}", None))
         assert ok
     res.update(R_reduced=Rr, dA_dt=dA, db_dt=db)
     _optimum(steps, res, Rr, dA, db, R, grads)

@@ -32,7 +32,7 @@ def derive_s5() -> Derivation:
     var = gaussian_expectation(((xk.T * A_n * xq)[0, 0]) ** 2, list(xk), S_n)
     ok = is_zero(var - (xq.T * A_n.T * S_n * A_n * xq)[0, 0])
     steps.append((f"block theta: score x_k^T A x_q, x_k ~ N(0, Sigma); Var = x_q^T A^T Sigma A x_q (d = 2 Isserlis): {ok} "
-                  "(= x_q^T A Sigma A x_q of SPEC when A is symmetric)", var))
+                  "(= x_q^T A Sigma A x_q of docs/maths.md#threshold when A is symmetric)", var))
     assert ok
     xi, s = sp.Symbol("xi", real=True), sp.Symbol("s", positive=True)
     dens = sp.exp(-xi ** 2 / (2 * s)) / sp.sqrt(2 * sp.pi * s)

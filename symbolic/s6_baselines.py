@@ -1,6 +1,6 @@
 """S6 — C5 baselines: one-step preconditioned GD (predictor and risk), the Bayes posterior, the infinite-prompt optimum.
 
-C5 task (SPEC section 5): w ~ N(0, sigma_w^2 I), prompt covariates x_l ~ N(0, Sigma_p), query x_q ~ N(0, Sigma_q),
+C5 task (docs/maths.md#c5, #s6): w ~ N(0, sigma_w^2 I), prompt covariates x_l ~ N(0, Sigma_p), query x_q ~ N(0, Sigma_q),
 labels y = w^T x + eps with eps ~ N(0, sigma_eps^2) (query target included). The correct task has
 Sigma_p = Sigma_q = Sigma; the authors' covariance slip has Sigma_p = C C (C C)^T and Sigma_q = I.
 """

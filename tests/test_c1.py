@@ -74,7 +74,7 @@ def test_fused_softmax_output_equals_models_predict():
 
 
 def test_probe_lambda_matches_hand_computation():
-    """theta* has M = I / c^2 (SPEC section 4); s theta* scales lambda by s^2."""
+    """theta* has M = I / c^2 (docs/maths.md#threshold); s theta* scales lambda by s^2."""
     sigma = np.diag([2.0, 1.0, 0.5])
     pr = conc.probe_design(sigma, scaled_lambda=[0.8])
     c2 = np.sqrt(np.trace(np.linalg.inv(sigma) @ np.linalg.inv(sigma)))

@@ -191,7 +191,7 @@ def test_s1_tilted_mean_monte_carlo_d3():
 
 @pytest.mark.parametrize("d", [3, 4])
 def test_s1_kernel_linear_inf_equals_lambdified(d):
-    """SPEC S1 check: the kernel's linear(inf) prediction (softlin.models, "limit") == the lambdified S1 f_inf."""
+    """S1 check (docs/maths.md#s1): the kernel's linear(inf) prediction (softlin.models, "limit") == the lambdified S1 f_inf."""
     from softlin import models, tasks
     from softlin.params import Params
     rng = np.random.default_rng(40 + d)

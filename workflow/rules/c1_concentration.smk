@@ -144,7 +144,7 @@ localrules:
 
 
 rule c1:
-    """Target: every C1 output (SPEC section 7)."""
+    """Target: every C1 output (docs/maths.md#conventions)."""
     input:
         rules.c1_metrics.output,
         rules.c1_figure.output,

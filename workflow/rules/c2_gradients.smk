@@ -164,7 +164,7 @@ localrules:
 
 
 rule c2:
-    """Target: every C2 output (SPEC section 7)."""
+    """Target: every C2 output (docs/maths.md#conventions)."""
     input:
         rules.c2_metrics.output,
         rules.c2_figure.output,

@@ -119,7 +119,7 @@ localrules:
 
 
 rule c5:
-    """Target: every C5 output (SPEC section 7)."""
+    """Target: every C5 output (docs/maths.md#conventions)."""
     input:
         rules.c5_metrics.output,
         rules.c5_figure.output,

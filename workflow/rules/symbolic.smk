@@ -1,4 +1,4 @@
-# The sympy derivations S1-S6 (SPEC section 6), written for a reader and for the report.
+# The sympy derivations S1-S6 (docs/maths.md#symbolic), written for a reader and for the report.
 SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6"]
 
 
