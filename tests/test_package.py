@@ -59,3 +59,22 @@ def test_version_has_one_source():
     written = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert softlin.__version__ == importlib.metadata.version("softlin")
     assert written not in (ROOT / "softlin" / "__init__.py").read_text()
+
+
+def test_docstrings_cite_the_repository_only():
+    """References point into the repository: no ``SPEC`` or ``shared/`` file outside it, and every
+    ``docs/maths.md#anchor`` cited (``#a, #b`` lists included) exists in docs/maths.md."""
+    import re
+
+    anchors = set(re.findall(r'<a id="([\w-]+)"></a>', (ROOT / "docs" / "maths.md").read_text()))
+    files = [p for d in ("softlin", "symbolic", "workflow", "bench", "tests") for p in (ROOT / d).rglob("*")
+             if p.is_file() and p.suffix in {".py", ".smk", ".rst", ".json", ".cc", ".h", ".yaml"}]
+    files += [ROOT / "Snakefile", ROOT / "config" / "config.yaml", ROOT / "README.md"]
+    for f in files:
+        text = f.read_text()
+        if f.name == "test_package.py":
+            continue
+        assert not re.search(r"\bSPEC\b|shared/", text), f
+        for m in re.finditer(r"docs/maths\.md((?:#[\w-]+(?:, )?)+)", text):
+            cited = set(re.findall(r"#([\w-]+)", m.group(1)))
+            assert cited <= anchors, (f, cited - anchors)
