@@ -28,8 +28,8 @@ AUTHORS_CORE_HOURS = 25.0  # measured here by the issue's author: 38 runs x 300 
 def child(args):
     import numpy as np
 
-    from softlin._jax import jax, jnp
     from softlin import online, stream
+    from softlin._jax import jax, jnp
 
     task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
     law, key = task.law(), stream.stream_key(2025)

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from softlin._jax import jax, jnp
 from softlin import online, stream
+from softlin._jax import jax, jnp
 
 out, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 print("backend", jax.default_backend(), jax.devices(), flush=True)
@@ -34,5 +34,6 @@ t = time.perf_counter()
 st, losses = online.run_chunk(st, law, setup, steps // 100)
 jax.block_until_ready(st)
 dt = time.perf_counter() - t
-print(f"{steps} joint steps in {dt:.2f} s: {steps / dt:.1f} joint steps/s; 300k steps: {300000 * dt / steps / 60:.1f} min", flush=True)
+print(f"{steps} joint steps in {dt:.2f} s: {steps / dt:.1f} joint steps/s; "
+      f"300k steps: {300000 * dt / steps / 60:.1f} min", flush=True)
 print("loss softmax L=100 last:", float(losses["softmax"][9, -1]), flush=True)

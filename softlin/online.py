@@ -40,8 +40,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jax import jax, jnp
 from . import stream
+from ._jax import jax, jnp
 from .io import save_npz
 from .params import Params
 from .tasks import check_sigma

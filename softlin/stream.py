@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jax import jax, jnp
 from . import fused
+from ._jax import jax, jnp
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)

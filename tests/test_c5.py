@@ -3,8 +3,8 @@ baselines, checkpoint resume, convergence diagnostics."""
 import numpy as np
 import pytest
 
-from softlin._jax import jax, jnp
 from softlin import baselines, fused, models, online, stream
+from softlin._jax import jax, jnp
 from softlin.claims import c5, c5_eval
 from softlin.params import Params
 
