@@ -1,5 +1,6 @@
 # The two commands of the README's quick start:  `make run`  and  `make test`.
-# Both create .venv/ (Python 3.11) with the pinned versions of constraints.txt on first use.
+# Both create .venv/ (Python 3.11) with the pinned versions of constraints.txt on first use: the
+# package, the workflow engine (extra `workflow`: Snakemake) and the test tools (extra `dev`).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -11,7 +12,7 @@ ARGS   ?=
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[workflow,dev]"
 	$(BIN)/python -m softlin.fused
 	touch $(STAMP)
 

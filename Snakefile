@@ -1,4 +1,4 @@
-# softlin: every claim of the paper as rules (SPEC section 7). Declarations only; helpers live in
+# softlin: every claim of the paper as rules (docs/maths.md#conventions). Declarations only; helpers live in
 # workflow/rules/common.smk. `snakemake` builds everything; `snakemake c3` builds one claim.
 from snakemake.utils import min_version
 

@@ -28,8 +28,8 @@ AUTHORS_CORE_HOURS = 25.0  # measured here by the issue's author: 38 runs x 300 
 def child(args):
     import numpy as np
 
-    from softlin._jax import jax, jnp
     from softlin import online, stream
+    from softlin._jax import jax, jnp
 
     task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
     law, key = task.law(), stream.stream_key(2025)
@@ -51,7 +51,7 @@ def child(args):
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
     opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
     setup = online.Setup(Ls, Ls, n, 10, False, "shared", 2025, opt)
-    params = {m: online._stack([p0] * len(Ls)) for m in online.MODELS}
+    params = {m: online._stack([p0] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     n_logs = max(1, args.steps // 10)
     st, _ = online.run_chunk(st, law, setup, n_logs)

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from softlin._jax import jax, jnp
 from softlin import online, stream
+from softlin._jax import jax, jnp
 
 out, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 print("backend", jax.default_backend(), jax.devices(), flush=True)
@@ -24,7 +24,7 @@ np.savez(f"{out}/stream_gpu.npz", zT=np.asarray(b.zT), zq=np.asarray(b.zq), yq=n
 Ls = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, online.Optimizer("sgd", 1e-3, steps=300000))
 p0 = online.init_qkvo(0, 5)
-params = {m: online._stack([p0] * len(Ls)) for m in online.MODELS}
+params = {m: online._stack([p0] * len(Ls)) for m in online.TRAINED_MODELS}
 st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
 t = time.perf_counter()
 st, _ = online.run_chunk(st, law, setup, 10)
@@ -34,5 +34,6 @@ t = time.perf_counter()
 st, losses = online.run_chunk(st, law, setup, steps // 100)
 jax.block_until_ready(st)
 dt = time.perf_counter() - t
-print(f"{steps} joint steps in {dt:.2f} s: {steps / dt:.1f} joint steps/s; 300k steps: {300000 * dt / steps / 60:.1f} min", flush=True)
+print(f"{steps} joint steps in {dt:.2f} s: {steps / dt:.1f} joint steps/s; "
+      f"300k steps: {300000 * dt / steps / 60:.1f} min", flush=True)
 print("loss softmax L=100 last:", float(losses["softmax"][9, -1]), flush=True)

@@ -11,8 +11,8 @@ Shared by claims C1 and C2:
   ``softmax(L) - linear(inf)`` of the outputs, and the gradient difference vector, on the same tasks;
   :func:`grad_gaps_per_query` — the mean squared per-query gradient gap (C2's measure) and the
   pooled difference in one pass;
-* :func:`rms_over_blocks`, :func:`norm_over_blocks`, :func:`fit_upper_half` — pooled statistics
-  with block standard errors, and the log-log slope over the upper half of the L range.
+* the pooled statistics with block standard errors and the log-log slopes over the L range live
+  in :mod:`softlin.metrics` (:func:`~softlin.metrics.rms_over_blocks`, ...).
 
 One compiled program serves every prompt length: the prompts are prepared once at ``l_max``
 (:func:`softlin.models.prompt_data`) and the length is data (:func:`softlin.models.with_length`).
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import metrics, models, params
+from . import models, params
 from ._jax import jax, jnp
 from .fused import softmax_moments
 from .params import Params
@@ -33,7 +33,7 @@ BLOCK_SEED_STRIDE = 7919  # block b of a run with seed s uses seed s + BLOCK_SEE
 
 # --------------------------------------------------------------------------- probes
 def lambda_beta(A, sigma) -> tuple[float, float]:
-    """``(lambda_max(M), beta)`` of SPEC section 4 from the symbolic module (S5)."""
+    """``(lambda_max(M), beta)`` of docs/maths.md#threshold from the symbolic module (S5)."""
     from symbolic.export import beta_fn, threshold_M
 
     lam = threshold_M(A, sigma)
@@ -58,14 +58,21 @@ def probe_design(sigma, eq9: bool = True, star: bool = True, scaled_lambda=(),
 
     if eq9:
         add("eq9", "eq9", 1.0, params.init_eq9(s))
-    star_p = params.bayes_optimum(s)
-    lam_star, _ = lambda_beta(star_p.U[:d, :d], s)
+    star_p, scales = star_scales(s, scaled_lambda)
     if star:
         add("star", "star", 1.0, star_p)
-    for target in scaled_lambda:
-        scale = float(np.sqrt(target / lam_star))
+    for scale in scales:
         add(f"star_x{scale:.3f}", "scaled_star", scale, Params(scale * star_p.U, scale * star_p.v))
     return out
+
+
+def star_scales(sigma, targets) -> tuple[Params, list[float]]:
+    """``theta*`` (Remark 5.2) and, per target, the scale ``s`` with ``lambda_max(M) = target`` at
+    ``A = s A*`` (``M`` scales as ``s^2``): the scaled ``theta*`` of C1 and of C2's sweep."""
+    s = check_sigma(sigma)
+    star = params.bayes_optimum(s)
+    lam_star, _ = lambda_beta(star.U[: s.shape[0], : s.shape[0]], s)
+    return star, [float(np.sqrt(target / lam_star)) for target in targets]
 
 
 def probe_params(probe: dict) -> Params:
@@ -116,10 +123,6 @@ def output_sq_gaps(probes: list[dict], tasks, Ls) -> np.ndarray:
     return out
 
 
-def flat_grad(g: Params) -> np.ndarray:
-    return np.concatenate([np.asarray(g.U).ravel(), np.asarray(g.v).ravel()])
-
-
 def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
     """``grad R_L^softmax(theta) - grad R_inf(theta)`` on the same tasks, flattened (U then v);
     (n_params, n_L, (d+1)^2 + d+1)."""
@@ -129,9 +132,9 @@ def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
     out = np.empty((len(plist), len(Ls), D * D + D))
     for i, p in enumerate(plist):
         p = Params(jnp.asarray(p.U), jnp.asarray(p.v))
-        g_inf = flat_grad(_linear_vg(p, lim)[1])
+        g_inf = params.flatten(_linear_vg(p, lim)[1])
         for j, L in enumerate(Ls):
-            out[i, j] = flat_grad(_softmax_vg(p, models.with_length(data, L))[1]) - g_inf
+            out[i, j] = params.flatten(_softmax_vg(p, models.with_length(data, L))[1]) - g_inf
     return out
 
 
@@ -181,76 +184,5 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls):
             msq_v[i, j] = float(np.mean(np.sum(dv ** 2, axis=-1)))
             mU = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dU), axis=1))) / (n * Q)
             mv = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dv), axis=1))) / (n * Q)
-            diff[i, j] = np.concatenate([mU.ravel(), mv.ravel()])
+            diff[i, j] = params.flatten(Params(mU, mv))
     return msq_U, msq_v, diff
-
-
-# --------------------------------------------------------------------------- block statistics
-def rms_over_blocks(msq) -> tuple[np.ndarray, np.ndarray]:
-    """RMS over equal-size blocks and its standard error (delta method).
-
-    ``msq`` (n_blocks, ...) holds per-block mean squared gaps; RMS = sqrt(mean_b msq_b),
-    s.e. = s.e.(mean_b msq_b) / (2 RMS), s.e.(mean) = std_b(ddof=1) / sqrt(n_blocks).
-    """
-    msq = np.asarray(msq, dtype=np.float64)
-    B = msq.shape[0]
-    if B < 2:
-        raise ValueError("rms_over_blocks needs at least 2 independent blocks")
-    rms = np.sqrt(msq.mean(axis=0))
-    se = msq.std(axis=0, ddof=1) / np.sqrt(B) / (2 * rms)
-    return rms, se
-
-
-def norm_over_blocks(vecs, n_boot: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``||mean_b vec_b||`` over the last axis and its block-bootstrap standard error.
-
-    ``vecs`` (n_blocks, ..., k): per-block difference vectors (equal block sizes, so their mean is
-    the pooled difference).  Returns arrays of shape ``vecs.shape[1:-1]``.
-    """
-    vecs = np.asarray(vecs, dtype=np.float64)
-    B = vecs.shape[0]
-    if B < 2:
-        raise ValueError("norm_over_blocks needs at least 2 independent blocks")
-    val = np.linalg.norm(vecs.mean(axis=0), axis=-1)
-    idx = np.random.default_rng(seed).integers(0, B, size=(n_boot, B))
-    boot = np.linalg.norm(vecs[idx].mean(axis=1), axis=-1)
-    return val, boot.std(axis=0, ddof=1)
-
-
-def upper_half(Ls) -> np.ndarray:
-    """Mask of the upper half of the L range in log scale (log2 L >= midpoint), at least 3 points."""
-    lg = np.log2(np.asarray(Ls, dtype=np.float64))
-    mask = lg >= 0.5 * (lg.min() + lg.max())
-    if mask.sum() < 3:
-        mask = np.zeros(lg.size, bool)
-        mask[-3:] = True
-    return mask
-
-
-def fit_slope(Ls, vals, mask=None) -> tuple[float, float]:
-    """OLS slope of log10(vals) on log10(L) (over ``mask``) and its standard error."""
-    Ls = np.asarray(Ls, dtype=np.float64)
-    vals = np.asarray(vals, dtype=np.float64)
-    if mask is not None:
-        Ls, vals = Ls[mask], vals[mask]
-    s, se, _ = metrics.ols_slope(np.log10(Ls), np.log10(np.maximum(vals, 1e-300)))
-    return s, se
-
-
-def curve_summary(Ls, vals, se=None) -> dict:
-    """Slopes (upper half and full range), increases, ratio last/first, relative s.e."""
-    vals = np.asarray(vals, dtype=np.float64)
-    up = upper_half(Ls)
-    s_up, se_up = fit_slope(Ls, vals, up)
-    s_all, se_all = fit_slope(Ls, vals)
-    out = dict(slope=s_up, slope_se=se_up, slope_full=s_all, slope_full_se=se_all,
-               fit_L=[int(L) for L in np.asarray(Ls)[up]], n_increases=metrics.n_increases(vals),
-               first=float(vals[0]), last=float(vals[-1]), ratio=float(vals[-1] / vals[0]))
-    if len(vals) >= 4:
-        out["slope_last4"] = fit_slope(np.asarray(Ls)[-4:], vals[-4:])[0]
-    if se is not None:
-        rel = np.asarray(se, dtype=np.float64) / vals
-        out["rel_se_max"] = float(rel.max())
-        out["rel_se_last"] = float(rel[-1])
-        out["last_over_se"] = float(vals[-1] / max(float(np.asarray(se)[-1]), 1e-300))
-    return out

@@ -1,4 +1,5 @@
-"""Scalar diagnostics of parameters and fitted power laws (numpy; batched over leading axes)."""
+"""Scalar diagnostics of parameters, fitted power laws and statistics over independent task blocks
+(numpy; batched over leading axes)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,74 @@ def ols_slope(x, y) -> tuple[float, float, float]:
 def n_increases(values) -> int:
     """Number of strict increases in a sequence."""
     return int(np.sum(np.diff(np.asarray(values)) > 0))
+
+
+# --------------------------------------------------------------------------- block statistics (C1, C2)
+def rms_over_blocks(msq) -> tuple[np.ndarray, np.ndarray]:
+    """RMS over equal-size blocks and its standard error (delta method).
+
+    ``msq`` (n_blocks, ...) holds per-block mean squared gaps; RMS = sqrt(mean_b msq_b),
+    s.e. = s.e.(mean_b msq_b) / (2 RMS), s.e.(mean) = std_b(ddof=1) / sqrt(n_blocks).
+    """
+    msq = np.asarray(msq, dtype=np.float64)
+    B = msq.shape[0]
+    if B < 2:
+        raise ValueError("rms_over_blocks needs at least 2 independent blocks")
+    rms = np.sqrt(msq.mean(axis=0))
+    se = msq.std(axis=0, ddof=1) / np.sqrt(B) / (2 * rms)
+    return rms, se
+
+
+def norm_over_blocks(vecs, n_boot: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``||mean_b vec_b||`` over the last axis and its block-bootstrap standard error.
+
+    ``vecs`` (n_blocks, ..., k): per-block difference vectors (equal block sizes, so their mean is
+    the pooled difference).  Returns arrays of shape ``vecs.shape[1:-1]``.
+    """
+    vecs = np.asarray(vecs, dtype=np.float64)
+    B = vecs.shape[0]
+    if B < 2:
+        raise ValueError("norm_over_blocks needs at least 2 independent blocks")
+    val = np.linalg.norm(vecs.mean(axis=0), axis=-1)
+    idx = np.random.default_rng(seed).integers(0, B, size=(n_boot, B))
+    boot = np.linalg.norm(vecs[idx].mean(axis=1), axis=-1)
+    return val, boot.std(axis=0, ddof=1)
+
+
+def upper_half(Ls) -> np.ndarray:
+    """Mask of the upper half of the L range in log scale (log2 L >= midpoint), at least 3 points."""
+    lg = np.log2(np.asarray(Ls, dtype=np.float64))
+    mask = lg >= 0.5 * (lg.min() + lg.max())
+    if mask.sum() < 3:
+        mask = np.zeros(lg.size, bool)
+        mask[-3:] = True
+    return mask
+
+
+def fit_slope(Ls, vals, mask=None) -> tuple[float, float]:
+    """OLS slope of log10(vals) on log10(L) (over ``mask``) and its standard error."""
+    Ls = np.asarray(Ls, dtype=np.float64)
+    vals = np.asarray(vals, dtype=np.float64)
+    if mask is not None:
+        Ls, vals = Ls[mask], vals[mask]
+    s, se, _ = ols_slope(np.log10(Ls), np.log10(np.maximum(vals, 1e-300)))
+    return s, se
+
+
+def curve_summary(Ls, vals, se=None) -> dict:
+    """Slopes (upper half and full range), increases, ratio last/first, relative s.e."""
+    vals = np.asarray(vals, dtype=np.float64)
+    up = upper_half(Ls)
+    s_up, se_up = fit_slope(Ls, vals, up)
+    s_all, se_all = fit_slope(Ls, vals)
+    out = dict(slope=s_up, slope_se=se_up, slope_full=s_all, slope_full_se=se_all,
+               fit_L=[int(L) for L in np.asarray(Ls)[up]], n_increases=n_increases(vals),
+               first=float(vals[0]), last=float(vals[-1]), ratio=float(vals[-1] / vals[0]))
+    if len(vals) >= 4:
+        out["slope_last4"] = fit_slope(np.asarray(Ls)[-4:], vals[-4:])[0]
+    if se is not None:
+        rel = np.asarray(se, dtype=np.float64) / vals
+        out["rel_se_max"] = float(rel.max())
+        out["rel_se_last"] = float(rel[-1])
+        out["last_over_se"] = float(vals[-1] / max(float(np.asarray(se)[-1]), 1e-300))
+    return out

@@ -1,4 +1,4 @@
-"""The three predictors of SPEC section 2 and their empirical risks; JAX, float64.
+"""The three predictors (docs/maths.md#models) and their empirical risks; JAX, float64.
 
 ``softmax(L)``: ``f = v^T sum_{k<=L} softmax_k(z_k^T U z_q) z_k``;
 ``linear(L)``:  ``f = v^T Ghat_L U z_q``, ``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``;
@@ -138,7 +138,7 @@ def pair_sum(x):
     """Sum over the task axis 0, adding antithetic partners ``i`` and ``n/2 + i`` first.
 
     With tasks stacked ``[w; -w]`` the off-block gradient contributions of partners are exact
-    negatives at block-structured parameters, so this order cancels them exactly (SPEC section 3)
+    negatives at block-structured parameters, so this order cancels them exactly (docs/maths.md#parity)
     instead of leaving a rounding-level asymmetry that gradient descent can amplify.
     """
     n = x.shape[0]

@@ -1,6 +1,6 @@
-"""Independent plain-numpy reference of the softlin kernels (SPEC sections 1-3); self-contained.
+"""Independent plain-numpy reference of the softlin kernels (docs/maths.md, sections 2-6); self-contained.
 
-Written from the SPEC alone, with hand-derived gradients, in the style of the seed log's
+Written from docs/maths.md alone, with hand-derived gradients, in the style of the seed log's
 ``icl.py``: it imports nothing from softlin and no jax, so the tests can check the JAX kernels
 against it.  Shapes: ``n`` tasks, ``Q`` queries, prompt length ``L``, ``D = d + 1``.
 Parameters are plain arrays ``U`` (D, D), ``v`` (D,).  Losses are ``mean 1/2 (f - y_q)^2`` over

@@ -40,13 +40,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jax import jax, jnp
 from . import stream
+from ._jax import jax, jnp
 from .io import save_npz
 from .params import Params
 from .tasks import check_sigma
 
-MODELS = ("softmax", "linear")
+TRAINED_MODELS = ("softmax", "linear")  # the attention models C5 trains (softlin.models.MODELS adds "limit")
 PARAMETRISATIONS = ("qkvo", "uv")
 COVARIANCE_MODES = ("correct", "as_in_authors_code")
 STREAMS = ("shared", "per_L")
@@ -359,9 +359,9 @@ def _eta(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
 
 
-def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", seed: int = 0,
+def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "qkvo", seed: int = 0,
           init_seed: int = 0, steps: int, batch: int = 128, optimizer: Optimizer | None = None,
-          streams: str = "shared", log_every: int = 100, chunk: int = 1000,
+          streams: str = "shared", log_every: int, chunk: int,
           sample_dtype: str = "float32", checkpoint=None, code_version: str = "", progress=None,
           stop_after_chunks: int | None = None) -> dict:
     """Online training of each model in ``models`` at each prompt length in ``Ls`` (one program).
@@ -374,8 +374,8 @@ def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", se
     ``stop_after_chunks`` (tests) simulates an interruption after that many chunks.
     """
     models = tuple(models)
-    if not models or any(m not in MODELS for m in models):
-        raise ValueError(f"models must be a non-empty subset of {MODELS}, got {models!r}")
+    if not models or any(m not in TRAINED_MODELS for m in models):
+        raise ValueError(f"models must be a non-empty subset of {TRAINED_MODELS}, got {models!r}")
     if streams not in STREAMS:
         raise ValueError(f"streams must be one of {STREAMS}, got {streams!r}")
     if sample_dtype not in ("float32", "float64"):
@@ -440,7 +440,7 @@ def train(task: TaskLaw, Ls, models=MODELS, *, parametrisation: str = "qkvo", se
 
 
 # --------------------------------------------------------------------------- evaluation helpers
-def predict(model: str, uv: Params, b: stream.Batch, L):
+def predict_on_batch(model: str, uv: Params, b: stream.Batch, L):
     """Predictions (n,) of trained (U, v) on the first ``L`` tokens of a batch (test sets)."""
     from .fused import softmax_moments
 

@@ -1,4 +1,4 @@
-"""Parameters ``theta = (U, v)`` (SPEC section 2-3): Eq. (9) initialisation and Remark 5.2 optimum."""
+"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation and Remark 5.2 optimum."""
 
 from __future__ import annotations
 
@@ -43,6 +43,25 @@ def bayes_optimum(sigma) -> Params:
     s = check_sigma(sigma)
     U, v = bayes_optimum_fn()(s)
     return Params(U, v)
+
+
+def flatten(p: Params, xp=np):
+    """``theta = (U, v)`` as one vector ``(vec U, v)`` along the last axis: (..., (d+1)^2 + d+1);
+    ``xp`` is ``numpy`` or ``jax.numpy`` (inside a traced function)."""
+    U, v = xp.asarray(p.U), xp.asarray(p.v)
+    return xp.concatenate([U.reshape(U.shape[:-2] + (-1,)), v], axis=-1)
+
+
+def unflatten(y, D: int) -> Params:
+    """Inverse of :func:`flatten` for ``U`` (D, D): (..., D^2 + D) -> Params (leading axes kept)."""
+    U, v = split_flat(y, D - 1)
+    return Params(U.reshape(U.shape[:-1] + (D, D)), v)
+
+
+def split_flat(y, d: int):
+    """A flattened ``(vec U, v)`` (or a difference of two) -> ``(vec U part, v part)`` along the last axis."""
+    D = d + 1
+    return y[..., : D * D], y[..., D * D:]
 
 
 def block_params(A, b: float) -> Params:

@@ -1,4 +1,7 @@
-"""Figures (matplotlib, Agg): one function per claim figure; PNG and PDF side by side."""
+"""Figures (matplotlib, Agg): one function per claim figure; PNG and PDF side by side.
+
+Colours, colour maps, markers and legend labels are arguments (the config's ``plot`` section,
+handed over by the figure rules), as is the note a title ends with (:func:`preset_note`)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
-
-COLORS = {"isotropic_gauss": "tab:blue", "anisotropic_gauss": "tab:green",
-          "isotropic_rademacher": "tab:red"}
 
 
 def save(fig, png, pdf=None) -> None:
@@ -46,14 +46,15 @@ def _sparse_log_labels(axis) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def c3_transfer(table, note: str, protocol: dict, png, pdf) -> None:
-    """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L."""
+def c3_transfer(table, note: str, protocol: dict, colors: dict, png, pdf) -> None:
+    """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L; ``colors``
+    keyed ``<setting>_<token_kind>``."""
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.3))
     fig.subplots_adjust(wspace=0.3)  # room for the middle and right panels' y labels
     groups = list(table.groupby(["setting", "token_kind"], sort=False))
     for (setting, kind), g in groups:
         key = f"{setting}_{kind}"
-        c = COLORS.get(key)
+        c = colors.get(key)
         lab = f"{setting}, {kind} ({int(g['n_seed'].iloc[0])} seed{'s' if g['n_seed'].iloc[0] > 1 else ''})"
         ax[0].errorbar(g["L"], g["D_inf_max"], yerr=g["D_inf_max_sem"], marker="o", ms=4, color=c,
                        capsize=2, label=lab)
@@ -98,9 +99,10 @@ def _loglog(a, xlabel="prompt length L"):
     a.grid(alpha=0.3, which="both")
 
 
-def _probe_lines(a, g, col, se_col, guide=True):
-    """One line per probe (error bars), with an L^-beta guide anchored at the probe's last point."""
-    cmap = plt.get_cmap("viridis")
+def _probe_lines(a, g, col, se_col, cmap: str, guide=True):
+    """One line per probe (error bars, colour map ``cmap`` over lambda_max), with an L^-beta guide
+    anchored at the probe's last point."""
+    cmap = plt.get_cmap(cmap)
     probes = list(g.groupby("probe", sort=False))
     lam_max = max(float(pg["lambda_max"].iloc[0]) for _, pg in probes)
     for name, pg in probes:
@@ -114,12 +116,12 @@ def _probe_lines(a, g, col, se_col, guide=True):
             a.plot(L, y1 * (L / L[-1]) ** -beta, ls="--", lw=0.8, color=c)
 
 
-def c1_concentration(table, note: str, protocol: dict, png, pdf) -> None:
+def c1_concentration(table, note: str, protocol: dict, cmap: str, png, pdf) -> None:
     """C1: RMS output gap vs L per setting, one line per probe, dashed L^-beta guides."""
     groups = list(table.groupby("setting", sort=False))
     fig, ax = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
     for a, (setting, g) in zip(ax[0], groups):
-        _probe_lines(a, g, "rms_gap", "rms_gap_se")
+        _probe_lines(a, g, "rms_gap", "rms_gap_se", cmap)
         _loglog(a)
         a.set_title(f"{setting} ({g['token_kind'].iloc[0]})")
         a.legend(fontsize=6)
@@ -131,7 +133,7 @@ def c1_concentration(table, note: str, protocol: dict, png, pdf) -> None:
 
 
 def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log_slope: float,
-                 png, pdf) -> None:
+                 cmap: str, png, pdf) -> None:
     """C2: U and v gradient gaps vs L at the C1 probes (rows: U, v; columns: settings) + trajectory maxima."""
     t = table[table["kind"] != "sweep"]
     groups = list(t.groupby("setting", sort=False))
@@ -140,7 +142,7 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
     for j, (setting, g) in enumerate(groups):
         for i, part in enumerate(("U", "v")):
             a = ax[i, j]
-            _probe_lines(a, g, f"gap_{part}", f"gap_{part}_se")
+            _probe_lines(a, g, f"gap_{part}", f"gap_{part}_se", cmap)
             _loglog(a)
             a.set_title(f"{setting} ({g['token_kind'].iloc[0]}): {part} part", fontsize=9)
             if j == 0:
@@ -240,11 +242,11 @@ def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf)
     save(fig, png, pdf)
 
 
-def _c5_title(protocol: dict, preset: str) -> str:
+def _c5_title(protocol: dict, note: str) -> str:
     opt = protocol["optimizer"]
     o = f"{opt['name']} lr {opt['lr']:g}" + (f" momentum {opt['momentum']:g}" if opt.get("momentum") else "") \
         + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "")
-    head = (f"C5 (paper Sec. 6), preset '{preset}': d = {protocol['d']}, KMS {protocol['kms_rho']}, "
+    head = (f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, "
             f"noise {protocol['noise_var']}, {protocol['parametrisation']}, covariance "
             f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps, "
             f"{protocol['streams']} stream, {protocol['n_test']} test prompts")
@@ -252,28 +254,26 @@ def _c5_title(protocol: dict, preset: str) -> str:
         head += f"\nDEVIATION FROM THE PAPER: {protocol['deviation']}"
     if protocol.get("scaled_down"):
         head += f"\nSCALED DOWN: {len(protocol['L'])} prompt lengths, {protocol['steps']} steps"
-    return head
+    return head + note
 
 
-def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
+def c5_risk_vs_L(table, metrics: dict, note: str, protocol: dict, curves: dict, png, pdf) -> None:
     """C5 (paper Sec. 6): test risk vs L of trained softmax / linear attention, baselines, noise
-    floor; the paired gap; per-run convergence (escape step, final flatness)."""
+    floor; the paired gap; per-run convergence (escape step, final flatness). ``curves``: per
+    curve key (softmax, linear, ridge, gd, limit_opt) its ``label``, ``color`` and ``marker``."""
     fig, ax = plt.subplots(1, 3, figsize=(17, 4.8))
     L = table["L"].to_numpy()
-    for key, lab, c, mk in (("softmax", "softmax attention (trained)", "tab:red", "o"),
-                            ("linear", "linear attention (trained)", "tab:blue", "s"),
-                            ("ridge", "Bayes posterior mean (ridge)", "tab:green", "^"),
-                            ("gd", "one-step preconditioned GD", "tab:purple", "v"),
-                            ("limit_opt", "infinite-prompt optimum (test set)", "tab:gray", "x")):
-        ax[0].errorbar(L, table[f"R_{key}"], yerr=table[f"R_{key}_se"], marker=mk, ms=4, capsize=2,
-                       color=c, label=lab, lw=1.5 if key in ("softmax", "linear") else 1)
-    for key, c in (("softmax", "tab:red"), ("linear", "tab:blue")):
-        ax[0].plot(L, table[f"R_{key}_at_inf"], ls=":", color=c, lw=1,
+    for key in ("softmax", "linear", "ridge", "gd", "limit_opt"):
+        cv = curves[key]
+        ax[0].errorbar(L, table[f"R_{key}"], yerr=table[f"R_{key}_se"], marker=cv["marker"], ms=4, capsize=2,
+                       color=cv["color"], label=cv["label"], lw=1.5 if key in ("softmax", "linear") else 1)
+    for key in ("softmax", "linear"):
+        ax[0].plot(L, table[f"R_{key}_at_inf"], ls=":", color=curves[key]["color"], lw=1,
                    label=f"trained {key} params at L = inf")
     ax[0].plot(L, table["R_gd_closed"], "k--", lw=0.8, label="one-step GD, closed form")
-    ax[0].plot(L, table["R_linear_class_closed"], color="tab:blue", ls="--", lw=0.8,
+    ax[0].plot(L, table["R_linear_class_closed"], color=curves["linear"]["color"], ls="--", lw=0.8,
                label="linear class optimum, closed form")
-    ax[0].plot(L, table["R_softmax_ref"], color="tab:red", ls="--", lw=0.8,
+    ax[0].plot(L, table["R_softmax_ref"], color=curves["softmax"]["color"], ls="--", lw=0.8,
                label="softmax reference family (test set)")
     ax[0].axhline(metrics["R_inf_exact"], color="k", lw=1, label=f"noise floor {metrics['R_inf_exact']}")
     ax[0].set_xscale("log")
@@ -289,7 +289,8 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
     ax[1].set_title("softmax - linear gap (C5a)")
     runs = metrics["convergence"]["runs"]
     steps = protocol["steps"]
-    for model, c, mk in (("softmax", "tab:red", "o"), ("linear", "tab:blue", "s")):
+    for model in ("softmax", "linear"):
+        c, mk = curves[model]["color"], curves[model]["marker"]
         esc = [runs[f"{model}_L{x}"]["escape_step"] for x in L]
         ok = [runs[f"{model}_L{x}"]["converged"] for x in L]
         y = [e if e is not None else steps for e in esc]
@@ -305,17 +306,18 @@ def c5_risk_vs_L(table, metrics: dict, preset: str, protocol: dict, png, pdf) ->
         a.grid(alpha=0.3, which="both")
     ax[0].legend(fontsize=6.5)
     ax[2].legend(fontsize=6.5)
-    fig.suptitle(_c5_title(protocol, preset), fontsize=9, y=1.02 + 0.03 * _c5_title(protocol, preset).count("\n"))
+    title = _c5_title(protocol, note)
+    fig.suptitle(title, fontsize=9, y=1.02 + 0.03 * title.count("\n"))
     save(fig, png, pdf)
 
 
-def c5_training(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
-    """C5: logged training loss against step for every L, one panel per model, colour = L."""
+def c5_training(metrics: dict, note: str, protocol: dict, cmap: str, png, pdf) -> None:
+    """C5: logged training loss against step for every L, one panel per model, colour = L (map ``cmap``)."""
     fig, ax = plt.subplots(1, 2, figsize=(14, 4.8), sharey=True)
     curves = metrics["loss_curves"]
     Ls = sorted({int(k.split("_L")[1]) for k in curves})
     norm = matplotlib.colors.LogNorm(vmin=min(Ls), vmax=max(Ls))
-    cmap = plt.get_cmap("viridis")
+    cmap = plt.get_cmap(cmap)
     runs = metrics["convergence"]["runs"]
     for a, model in zip(ax, ("softmax", "linear")):
         for x in Ls:
@@ -333,5 +335,6 @@ def c5_training(metrics: dict, preset: str, protocol: dict, png, pdf) -> None:
         a.legend(fontsize=7)
     ax[0].set_ylabel(f"training loss (mean over {protocol.get('log_every', '')} steps)")
     fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="prompt length L")
-    fig.suptitle(_c5_title(protocol, preset), fontsize=9, y=1.02 + 0.03 * _c5_title(protocol, preset).count("\n"))
+    title = _c5_title(protocol, note)
+    fig.suptitle(title, fontsize=9, y=1.02 + 0.03 * title.count("\n"))
     save(fig, png, pdf)

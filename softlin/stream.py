@@ -12,7 +12,7 @@ of the prompt covariates (normal ``l`` belongs to token ``l``), plane ``d`` the 
   the whole experiment: every run at length ``L`` trains on the first ``L`` tokens of one batch);
 * any step's batch is drawn directly from ``(seed, step)``, with no replay.
 
-The prompt law (SPEC C5): ``x_l = R_p g_l``, ``y_l = w^T x_l + s_noise e_l``, ``w = s_w g_w``,
+The prompt law (docs/maths.md#c5): ``x_l = R_p g_l``, ``y_l = w^T x_l + s_noise e_l``, ``w = s_w g_w``,
 ``x_q = R_q g_q``, ``y_q = w^T x_q + s_noise e_q``; tokens ``z_l = (x_l, y_l)``, query
 ``z_q = (x_q, 0)``.
 
@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jax import jax, jnp
 from . import fused
+from ._jax import jax, jnp
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)

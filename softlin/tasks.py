@@ -1,4 +1,4 @@
-"""In-context linear-regression tasks (SPEC section 1, paper Eq. 7); plain numpy.
+"""In-context linear-regression tasks (paper Eq. (7); docs/maths.md#task); plain numpy.
 
 The sampling protocol reproduces the seed log bit for bit: one ``numpy.random.default_rng(seed)``
 draws, in this order, ``W`` (n_pairs, d), the prompt covariates (n_pairs, l_max, d) and the query
@@ -96,7 +96,7 @@ class Tasks:
 
 def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,
            token_kind: str = "gauss") -> Tasks:
-    """Draw ``2 n_pairs`` antithetic tasks (SPEC section 1); task ``n_pairs + i`` has ``w = -w_i``."""
+    """Draw ``2 n_pairs`` antithetic tasks (docs/maths.md#sampling); task ``n_pairs + i`` has ``w = -w_i``."""
     for name, val in (("d", d), ("n_pairs", n_pairs), ("n_query", n_query), ("l_max", l_max)):
         if int(val) != val or val < 1:
             raise ValueError(f"{name} must be a positive integer, got {val!r}")

@@ -75,8 +75,8 @@ def _run(vg, data, params0, lr, steps, record_every, convention) -> Trajectory:
 REDUCTIONS = ("pairs", "seed_order")
 
 
-def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: float = 0.01,
-                     steps: int = 2500, record_every: int = 20,
+def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: float = 0.01, *,
+                     steps: int, record_every: int,
                      convention: str = "standard", reduction: str = "pairs") -> Trajectory:
     """Gradient descent on the empirical risk of ``model`` over ``tasks`` at prompt length ``L``.
 
@@ -92,8 +92,8 @@ def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: floa
     return _run(vg, data, p0, lr, steps, record_every, convention)
 
 
-def population_gradient_descent(params0: Params, sigma, lr: float = 0.01, steps: int = 2500,
-                                record_every: int = 20, convention: str = "standard") -> Trajectory:
+def population_gradient_descent(params0: Params, sigma, lr: float = 0.01, *, steps: int,
+                                record_every: int, convention: str = "standard") -> Trajectory:
     """Gradient descent on the closed-form population risk of ``linear(inf)`` (S2)."""
     s = check_sigma(sigma)
     p0 = _check_params(params0, s.shape[0])

@@ -1,4 +1,4 @@
-"""Predeclared criteria -> verdicts (SPEC section 7): PASS / FAIL / INCONCLUSIVE per criterion.
+"""Predeclared criteria -> verdicts (docs/maths.md#conventions): PASS / FAIL / INCONCLUSIVE per criterion.
 
 A criterion (written in the config before a run) is a mapping::
 

@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import sympy as sp
 
+from softlin.io import write_text
+
 from . import cache
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
@@ -109,14 +111,13 @@ def to_json(der: Derivation) -> dict:
 
 
 def write_all(outdir: str) -> list[str]:
-    """Write S1.md, S1.json, ..., S5.md, S5.json into `outdir`; return the paths."""
+    """Write S1.md, S1.json, ... into `outdir`, each atomically (``softlin.io.write_text``); return the paths."""
     os.makedirs(outdir, exist_ok=True)
     paths = []
     for did in sorted(DERIVATIONS):
         der = get(did)
         for ext, text in (("md", to_markdown(der)), ("json", json.dumps(to_json(der), indent=1))):
             p = os.path.join(outdir, f"{did}.{ext}")
-            with open(p, "w") as fh:
-                fh.write(text)
+            write_text(p, text)  # atomic: a temporary file, then a rename
             paths.append(p)
     return paths

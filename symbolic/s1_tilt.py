@@ -122,7 +122,8 @@ def derive_s1() -> Derivation:
     P2 = sp.Matrix.vstack(sp.eye(2), w2.T)
     ref = sp.Matrix([[S2, S2 * w2], [w2.T * S2, w2.T * S2 * w2]])
     ok = is_zero(P2 * S2 * P2.T - ref)
-    steps.append((f"explicit check at d = 2: P_w Sigma P_w^T == [[Sigma, Sigma w], [w^T Sigma, w^T Sigma w]]: {ok}", P2 * S2 * P2.T))
+    steps.append((f"explicit check at d = 2: P_w Sigma P_w^T == [[Sigma, Sigma w], [w^T Sigma, w^T Sigma w]]: {ok}",
+                  P2 * S2 * P2.T))
     assert ok
     res["Gamma_w"] = Gw
     tilted = tilt_at(mean, sp.ZeroMatrix(d + 1, 1), Gw, ms["U"] * ms["zq"], d + 1)

@@ -5,8 +5,18 @@ import sympy as sp
 
 from .core import Derivation, register
 from .s1_tilt import d, gamma_w_block
-from .tools import (expand_traces, explicit, gaussian_expectation, is_zero, matrix_grad,
-                    quadratic_form_moment, scalar_grad, sym_matrix, sym_vector, symmetrize)
+from .tools import (
+    expand_traces,
+    explicit,
+    gaussian_expectation,
+    is_zero,
+    matrix_grad,
+    quadratic_form_moment,
+    scalar_grad,
+    sym_matrix,
+    sym_vector,
+    symmetrize,
+)
 
 Sigma = sp.MatrixSymbol("Sigma", d, d)
 B_x = sp.MatrixSymbol("B_x", d, d)        # U[:d, :d]
@@ -88,7 +98,8 @@ def derive_s2() -> Derivation:
     Vy = sp.MatrixSymbol("v_y", 1, 1)
     Pv = sp.block_collapse(P.T * sp.BlockMatrix([[v_x], [Vy]]))
     PB = sp.block_collapse(P.T * sp.BlockMatrix([[B_x], [u.T]]))
-    steps.append(("z_q = (x_q, 0) so U z_q = B x_q, B = U[:, :d] = [B_x; u^T]; f = (P_w^T v)^T Sigma (P_w^T B) x_q with P_w^T v =", Pv))
+    steps.append(("z_q = (x_q, 0) so U z_q = B x_q, B = U[:, :d] = [B_x; u^T]; "
+                  "f = (P_w^T v)^T Sigma (P_w^T B) x_q with P_w^T v =", Pv))
     steps.append(("and P_w^T B =", PB))
     Pv = (v_x + v_y * w)
     gT = sp.expand((Pv.T * Sigma * PB - w.T).doit())
@@ -164,7 +175,7 @@ def _reduced(steps, res, R, grads):
               and all(is_zero(explicit(o, sub)) for o in off.values()))
         steps.append((f"check d = {n} (general A, symmetric Sigma): R(A,b) = 1/2 tr((b Sigma A - I) Sigma (b Sigma A - I)^T), "
                       f"dA/dt = b Sigma^2 - b^2 Sigma^2 A Sigma, db/dt = tr(A^T Sigma^2) - b tr(A^T Sigma^2 A Sigma), "
-                      f"off-block gradient 0 (SPEC section 5 C4 formulas): {ok}", None))
+                      f"off-block gradient 0 (the C4 formulas, docs/maths.md#c4): {ok}", None))
         assert ok
     res.update(R_reduced=Rr, dA_dt=dA, db_dt=db)
     _optimum(steps, res, Rr, dA, db, R, grads)

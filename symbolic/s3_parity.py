@@ -58,11 +58,13 @@ def derive_s3() -> Derivation:
     names, steps, tables = component_names(), [], {}
     params = {**{f"U[{i},{j}]": U[i, j] for i in range(D + 1) for j in range(D + 1)},
               **{f"v[{i}]": v[i] for i in range(D + 1)}}
-    steps.append((f"d = {D}, L = {L}, symbolic tokens x_k, query x_q, task w; block theta: U = blockdiag(A, u0), v = b e_(d+1)", None))
+    steps.append((f"d = {D}, L = {L}, symbolic tokens x_k, query x_q, task w; "
+                  "block theta: U = blockdiag(A, u0), v = b e_(d+1)", None))
+    zero = []  # "model:component" of every gradient component that vanishes identically
     for model in MODELS:
         f = predictor(model, U, v, w, xq, xs, Sigma)
         loss = (f - (w.T * xq)[0, 0]) ** 2 / 2
-        table, zero = {}, [] if model == MODELS[0] else zero
+        table = {}
         for name, p in params.items():
             g = sp.diff(loss, p).xreplace(block)
             table[name] = _parity(g, w, prefer=-1 if names[name] else 1)

@@ -32,7 +32,7 @@ def derive_s5() -> Derivation:
     var = gaussian_expectation(((xk.T * A_n * xq)[0, 0]) ** 2, list(xk), S_n)
     ok = is_zero(var - (xq.T * A_n.T * S_n * A_n * xq)[0, 0])
     steps.append((f"block theta: score x_k^T A x_q, x_k ~ N(0, Sigma); Var = x_q^T A^T Sigma A x_q (d = 2 Isserlis): {ok} "
-                  "(= x_q^T A Sigma A x_q of SPEC when A is symmetric)", var))
+                  "(= x_q^T A Sigma A x_q of docs/maths.md#threshold when A is symmetric)", var))
     assert ok
     xi, s = sp.Symbol("xi", real=True), sp.Symbol("s", positive=True)
     dens = sp.exp(-xi ** 2 / (2 * s)) / sp.sqrt(2 * sp.pi * s)
@@ -143,7 +143,8 @@ def derive_s5() -> Derivation:
     tr = sp.Symbol("tr(Sigma^-2)", positive=True)
     lam_star = 1 / sp.sqrt(tr)
     cond = sp.solve(sp.Eq(lam_star, sp.Rational(1, 2)), tr)
-    steps.append(("c^2 = tr(Sigma^-2)^(1/2): lambda_max = tr(Sigma^-2)^(-1/2); threshold lambda_max = 1/2 at tr(Sigma^-2) =", sp.Tuple(*cond)))
+    steps.append(("c^2 = tr(Sigma^-2)^(1/2): lambda_max = tr(Sigma^-2)^(-1/2); "
+                  "threshold lambda_max = 1/2 at tr(Sigma^-2) =", sp.Tuple(*cond)))
     res["lambda_max_theta_star"] = lam_star
     res["threshold_tr_Sigma_inv2"] = cond[0]
     for label, S in (("isotropic d = 3", sp.eye(3)), ("Sigma = diag(2, 1, 1/2)", sp.diag(2, 1, sp.Rational(1, 2)))):
@@ -151,7 +152,8 @@ def derive_s5() -> Derivation:
         l_ = 1 / sp.sqrt(t_)
         b_ = beta.subs(lam, l_)
         side = "above (lambda_max < 1/2, beta = 1/2)" if t_ > 4 else "below (lambda_max > 1/2, slow)"
-        steps.append((f"{label}: tr(Sigma^-2) = {t_} ({float(t_):.2f}), lambda_max = {float(l_):.4f}, beta = {float(b_):.4f}: {side}",
+        steps.append((f"{label}: tr(Sigma^-2) = {t_} ({float(t_):.2f}), lambda_max = {float(l_):.4f}, "
+                      f"beta = {float(b_):.4f}: {side}",
                       sp.Tuple(t_, l_, b_)))
         res[f"beta_{'isotropic' if t_ == 3 else 'anisotropic'}"] = b_
     return Derivation("S5", TITLE, steps, res)

@@ -1,6 +1,6 @@
 """S6 — C5 baselines: one-step preconditioned GD (predictor and risk), the Bayes posterior, the infinite-prompt optimum.
 
-C5 task (SPEC section 5): w ~ N(0, sigma_w^2 I), prompt covariates x_l ~ N(0, Sigma_p), query x_q ~ N(0, Sigma_q),
+C5 task (docs/maths.md#c5, #s6): w ~ N(0, sigma_w^2 I), prompt covariates x_l ~ N(0, Sigma_p), query x_q ~ N(0, Sigma_q),
 labels y = w^T x + eps with eps ~ N(0, sigma_eps^2) (query target included). The correct task has
 Sigma_p = Sigma_q = Sigma; the authors' covariance slip has Sigma_p = C C (C C)^T and Sigma_q = I.
 """
@@ -10,8 +10,17 @@ import sympy as sp
 
 from .core import Derivation, register
 from .s1_tilt import d, gamma_w_block, matrix_symbols, n, tilt_at
-from .tools import (explicit, expand_traces, gaussian_expectation, is_zero, matrix_grad, quadratic_forms_moment,
-                    sym_matrix, sym_vector, symmetrize)
+from .tools import (
+    expand_traces,
+    explicit,
+    gaussian_expectation,
+    is_zero,
+    matrix_grad,
+    quadratic_forms_moment,
+    sym_matrix,
+    sym_vector,
+    symmetrize,
+)
 
 L = sp.Symbol("L", integer=True, positive=True)
 s2 = sp.Symbol("sigma_eps2", positive=True)     # label-noise variance
@@ -120,7 +129,8 @@ def _class_optimum(steps, res):
     risk_P = res["gd_risk_P"]
     M = (wv * sp.Trace(Sp) + s2) / L * Sp + (1 + 1 / L) * wv * Sp * Sp
     quad = s2 + wv * sp.Trace(Sq) - 2 * wv * sp.Trace(Sq * P * Sp) + sp.Trace(P.T * Sq * P * M)
-    steps.append(("the risk of x_q^T P h is quadratic in P: R(P) = s^2 + sigma_w^2 tr Sigma_q - 2 sigma_w^2 tr(Sigma_q P Sigma_p) "
+    steps.append(("the risk of x_q^T P h is quadratic in P: "
+                  "R(P) = s^2 + sigma_w^2 tr Sigma_q - 2 sigma_w^2 tr(Sigma_q P Sigma_p) "
                   "+ tr(P^T Sigma_q P M), M = E[h h^T] = ((sigma_w^2 tr Sigma_p + s^2) / L) Sigma_p "
                   "+ (1 + 1/L) sigma_w^2 Sigma_p^2", quad))
     grad = matrix_grad(quad, P)
@@ -185,13 +195,15 @@ def _bayes(steps, res):
     assert ok
     sub = {X.T * X: L * G_xx, X.T * y: L * G_xy}
     mean_G, V_G = mean.subs(sub), V.subs(sub)
-    steps.append(("with X^T X = L G_xx, X^T y = L G_xy (the prompt's second moment Ghat_L): mean, covariance", sp.Tuple(mean_G, V_G)))
+    steps.append(("with X^T X = L G_xx, X^T y = L G_xy (the prompt's second moment Ghat_L): mean, covariance",
+                  sp.Tuple(mean_G, V_G)))
     res["posterior_mean"], res["posterior_cov"] = mean_G, V_G
     res["bayes_predict"] = x_q.T * mean_G
     # conditional risk of the posterior-mean prediction
     eq, delta = sp.Symbol("eps_q", real=True), sp.Symbol("delta", real=True)
     r = gaussian_expectation((delta + eq) ** 2, [eq], sp.Matrix([[s2]]))
-    steps.append(("y_q - x_q^T mean = x_q^T (w - mean) + eps_q = delta + eps_q, eps_q independent: E over eps_q of (delta + eps_q)^2", r))
+    steps.append(("y_q - x_q^T mean = x_q^T (w - mean) + eps_q = delta + eps_q, eps_q independent: "
+                  "E over eps_q of (delta + eps_q)^2", r))
     Kq = sp.MatrixSymbol("K_q", d, d)
     Ed = quadratic_forms_moment([Kq], V_G)
     risk = s2 + Ed.xreplace({Kq: x_q * x_q.T})

@@ -14,7 +14,7 @@ def test_slope_fitter_recovers_known_exponent_with_noise():
     slopes, ses = [], []
     for _ in range(200):
         y = 3.0 * L ** -0.37 * np.exp(0.05 * rng.standard_normal(L.size))
-        s, se = conc.fit_slope(L, y)
+        s, se = metrics.fit_slope(L, y)
         slopes.append(s)
         ses.append(se)
     slopes = np.array(slopes)
@@ -28,7 +28,7 @@ def test_slope_fitter_recovers_known_exponent_with_noise():
 
 def test_upper_half_mask():
     Ls = 2 ** np.arange(3, 17)
-    m = conc.upper_half(Ls)
+    m = metrics.upper_half(Ls)
     assert list(np.asarray(Ls)[m]) == [2 ** j for j in range(10, 17)]
 
 
@@ -45,7 +45,7 @@ def test_rms_gap_closed_form_at_U_zero():
     Ls = [4, 16, 64]
     msq = np.array([conc.output_sq_gaps([probe], tk, Ls)[0]
                     for tk in conc.task_blocks(11, 40, sigma, 25, 1, max(Ls))])
-    rms, se = conc.rms_over_blocks(msq)
+    rms, se = metrics.rms_over_blocks(msq)
     expected = np.sqrt(np.trace(sigma) / np.asarray(Ls))
     assert np.all(np.abs(rms - expected) < 4 * se)
     assert np.all(se / rms < 0.1)
@@ -56,7 +56,7 @@ def test_rms_over_blocks_se_matches_spread():
     reps = []
     for _ in range(300):
         msq = rng.chisquare(4, size=(10, 1)) / 4
-        reps.append(conc.rms_over_blocks(msq))
+        reps.append(metrics.rms_over_blocks(msq))
     vals = np.array([r[0][0] for r in reps])
     ses = np.array([r[1][0] for r in reps])
     assert np.mean(ses) == pytest.approx(vals.std(), rel=0.2)
@@ -74,7 +74,7 @@ def test_fused_softmax_output_equals_models_predict():
 
 
 def test_probe_lambda_matches_hand_computation():
-    """theta* has M = I / c^2 (SPEC section 4); s theta* scales lambda by s^2."""
+    """theta* has M = I / c^2 (docs/maths.md#threshold); s theta* scales lambda by s^2."""
     sigma = np.diag([2.0, 1.0, 0.5])
     pr = conc.probe_design(sigma, scaled_lambda=[0.8])
     c2 = np.sqrt(np.trace(np.linalg.inv(sigma) @ np.linalg.inv(sigma)))

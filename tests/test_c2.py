@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from softlin import concentration as conc
-from softlin import models, params
+from softlin import metrics, models, params
 from softlin import tasks as T
 from softlin.claims import c2
 from softlin.params import Params
@@ -43,7 +43,7 @@ def test_norm_over_blocks_bootstrap_se():
     vals, ses = [], []
     for _ in range(200):
         vecs = 1.0 + rng.standard_normal((20, 1, 1))  # norm of mean of N(1, 1): s.e. 1/sqrt(20)
-        v, s = conc.norm_over_blocks(vecs, 300, 0)
+        v, s = metrics.norm_over_blocks(vecs, 300, 0)
         vals.append(v[0])
         ses.append(s[0])
     assert np.std(vals) == pytest.approx(1 / np.sqrt(20), rel=0.2)

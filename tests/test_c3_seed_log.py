@@ -1,6 +1,6 @@
 """C3 against the seed log's printed digits (workflow/resources/seed_log_c3.json).
 
-The seed log (shared/seeds/000_28de75e01218c737.txt) printed, per setting and seed, the
+The seed log (docs/maths.md#c3; its numbers in workflow/resources/seed_log_c3.json) printed, per setting and seed, the
 ``theta_inf`` line and one line per L.  Re-running its protocol for L = 8 and 16 (cheap) must
 give the same digits at the printed precision; the full table is checked by the workflow's
 verdict (criterion C3-seed-log).

@@ -10,7 +10,8 @@ SIGMA = np.array([[1.5, 0.5, 0.2], [0.5, 1.0, 0.3], [0.2, 0.3, 0.7]])
 
 
 def hand_flow(t, y, S):
-    """SPEC section 5 (C4), written out by hand: dA/dt = b S^2 - b^2 S^2 A S, db/dt = tr(A^T S^2) - b tr(A^T S^2 A S)."""
+    """The reduced C4 flow (docs/maths.md#c4), written out by hand:
+    dA/dt = b S^2 - b^2 S^2 A S, db/dt = tr(A^T S^2) - b tr(A^T S^2 A S)."""
     A, b = y[:9].reshape(3, 3), y[9]
     S2 = S @ S
     dA = b * S2 - b ** 2 * S2 @ A @ S

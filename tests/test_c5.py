@@ -3,8 +3,8 @@ baselines, checkpoint resume, convergence diagnostics."""
 import numpy as np
 import pytest
 
-from softlin._jax import jax, jnp
 from softlin import baselines, fused, models, online, stream
+from softlin._jax import jax, jnp
 from softlin.claims import c5, c5_eval
 from softlin.params import Params
 
@@ -184,12 +184,12 @@ def test_one_step_is_sgd_on_the_step_batch(parametrisation):
     Ls, k, lr, n, seed = (7, 12, 20), 37, 1e-2, 16, 5
     p = online.init_params(parametrisation, 3, 5)
     p = jax.tree.map(lambda a: 2.0 * a, p)  # scores of order 1
-    params = {m: online._stack([p] * len(Ls)) for m in online.MODELS}
+    params = {m: online._stack([p] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(k, jnp.int64))
     setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, online.Optimizer("sgd", lr, steps=10))
     st1, loss = online.run_chunk(st, law, setup, 1)
     b = stream.sample(law, stream.stream_key(seed), k, n, max(Ls))
-    for m in online.MODELS:
+    for m in online.TRAINED_MODELS:
         for i, L in enumerate(Ls):
             ref, g = jax.value_and_grad(lambda q: _naive_loss(m, q, b, L))(p)
             np.testing.assert_allclose(float(loss[m][i, 0]), float(ref), rtol=1e-12)
@@ -205,13 +205,13 @@ def test_per_L_streams():
     law = task.law()
     Ls, lr, n, seed = (6, 11), 1e-2, 8, 3
     p = online.init_params("uv", 1, 5)
-    params = {m: online._stack([p] * 2) for m in online.MODELS}
+    params = {m: online._stack([p] * 2) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, online.Optimizer("sgd", lr, steps=10))
     _, loss = online.run_chunk(st, law, setup, 1)
     for i, L in enumerate(Ls):
         b = stream.sample(law, stream.stream_key(seed, L), 0, n, L)
-        for m in online.MODELS:
+        for m in online.TRAINED_MODELS:
             np.testing.assert_allclose(float(loss[m][i, 0]), float(_naive_loss(m, p, b, L)), rtol=1e-12)
 
 
@@ -223,7 +223,7 @@ def test_shared_stream_run_equals_lone_run():
               optimizer=online.Optimizer("adam", 1e-2))
     group = online.train(task, [6, 12, 25], **kw)
     alone = online.train(task, [12], **kw)
-    for m in online.MODELS:
+    for m in online.TRAINED_MODELS:
         for a, b in zip(jax.tree.leaves(group[m]["params"]), jax.tree.leaves(alone[m]["params"])):
             np.testing.assert_allclose(np.asarray(a)[1], np.asarray(b)[0], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(group[m]["loss"][1], alone[m]["loss"][0], rtol=1e-12)
@@ -248,7 +248,7 @@ def test_qkvo_maps_to_uv(model):
     numpy QKVO forward pass (the authors' head, written here) to 1e-12."""
     b = stream.sample(_task().law(), stream.stream_key(2), 0, 24, 30)
     p = online.QKVO(*(3.0 * a for a in online.init_qkvo(7, 5)))  # scores of order 1
-    got = np.asarray(online.predict(model, online.to_uv(p), b, 30))
+    got = np.asarray(online.predict_on_batch(model, online.to_uv(p), b, 30))
     ref = _direct_qkvo(p, b.zT, b.zq, model)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
 
@@ -383,7 +383,7 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
     assert part["step"] == 20 and ck.exists()
     resumed = online.train(task, [9, 14], checkpoint=ck, **kw)
     assert resumed["step"] == 60
-    for m in online.MODELS:
+    for m in online.TRAINED_MODELS:
         for a, b in zip(jax.tree.leaves(full[m]["params"]), jax.tree.leaves(resumed[m]["params"])):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(full[m]["loss"], resumed[m]["loss"])
@@ -459,7 +459,7 @@ def test_reference_params_predictions():
     soft = c5_eval.reference_params(P[None], [a], [c])
     G = np.einsum("nil,njl->nij", zT[..., :L], zT[..., :L]) / L
     f_lin = np.asarray(online.linear_output(Params(lin.U[0], lin.v[0]), jnp.asarray(G), b.zq))
-    f_soft = np.asarray(online.predict("softmax", Params(soft.U[0], soft.v[0]), b, L))
+    f_soft = np.asarray(online.predict_on_batch("softmax", Params(soft.U[0], soft.v[0]), b, L))
     for i in range(6):
         X, y, xq = zT[i, :5, :L].T, zT[i, 5, :L], zq[i, :5]
         np.testing.assert_allclose(f_lin[i], xq @ P @ (X.T @ y / L), rtol=1e-12, atol=1e-13)

@@ -72,7 +72,7 @@ def test_unknown_model(t, p0):
         with pytest.raises(ValueError, match="unknown model 'attention'"):
             fn("attention", p0, t, 4)
     with pytest.raises(ValueError, match="unknown model"):
-        train.gradient_descent("Softmax", p0, t, L=4)
+        train.gradient_descent("Softmax", p0, t, L=4, steps=2, record_every=1)
 
 
 @pytest.mark.parametrize("kw,match", [

@@ -98,7 +98,7 @@ def test_init_and_optimum_vs_reference(sigma, alpha):
     p0 = P.init_eq9(sigma)
     U0, v0 = ref.init_eq9(sigma)
     tree_allclose(p0, (U0, v0), rtol=1e-15)
-    assert abs(p0.v[-1] - alpha) < 5e-5  # SPEC section 3's printed alpha
+    assert abs(p0.v[-1] - alpha) < 5e-5  # the alpha printed in docs/maths.md#training
     assert abs(np.linalg.norm(p0.U[:3, :3]) - p0.v[-1]) < 1e-15  # ||Theta Theta^T||_F = 1
     ps = P.bayes_optimum(sigma)
     tree_allclose(ps, ref.bayes_optimum(sigma), rtol=1e-15)

@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import importlib, pkgutil, sys
-import softlin
-names = [m.name for m in pkgutil.walk_packages(softlin.__path__, "softlin.")]
+import softlin, symbolic
+names = ["softlin", "symbolic"]
+for pkg in (softlin, symbolic):
+    names += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
 for name in names:
     importlib.import_module(name)
 print(softlin.__file__)
@@ -22,17 +24,34 @@ print(" ".join(sorted(m for m in sys.modules if m == "snakemake" or m.startswith
 """
 
 
+def _module_files():
+    """Every module of the two packages, as dotted names read from the checkout's files."""
+    out = set()
+    for pkg in ("softlin", "symbolic"):
+        for f in (ROOT / pkg).rglob("*.py"):
+            parts = f.relative_to(ROOT).with_suffix("").parts
+            out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
 def test_importing_every_module_leaves_snakemake_out():
-    """Every softlin module, imported in a fresh interpreter (this checkout first on the path),
-    leaves ``snakemake`` out of ``sys.modules``."""
+    """Every module of softlin and symbolic (each file of the checkout), imported in a fresh
+    interpreter (this checkout first on the path), leaves ``snakemake`` out of ``sys.modules``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env,
                          cwd=ROOT, check=True, timeout=300)
     path, names, smk = (out.stdout.splitlines() + ["", "", ""])[:3]
     assert Path(path).resolve().is_relative_to(ROOT / "softlin"), path
-    names = names.split()
-    assert {"softlin.verdict", "softlin.plots", "softlin.claims.c3"} <= set(names), names
-    assert smk == "", f"importing softlin pulled in {smk}"
+    assert set(names.split()) == _module_files(), set(names.split()) ^ _module_files()
+    assert smk == "", f"importing softlin and symbolic pulled in {smk}"
+
+
+def test_snakemake_is_not_a_dependency_of_the_library():
+    """Snakemake is the optional extra ``workflow`` (the Makefile installs it), never a dependency."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(r.lower().startswith("snakemake") for r in project["dependencies"])
+    assert any(r.startswith("snakemake") for r in project["optional-dependencies"]["workflow"])
+    assert ".[workflow" in (ROOT / "Makefile").read_text()
 
 
 def test_version_has_one_source():
@@ -40,3 +59,22 @@ def test_version_has_one_source():
     written = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert softlin.__version__ == importlib.metadata.version("softlin")
     assert written not in (ROOT / "softlin" / "__init__.py").read_text()
+
+
+def test_docstrings_cite_the_repository_only():
+    """References point into the repository: no ``SPEC`` or ``shared/`` file outside it, and every
+    ``docs/maths.md#anchor`` cited (``#a, #b`` lists included) exists in docs/maths.md."""
+    import re
+
+    anchors = set(re.findall(r'<a id="([\w-]+)"></a>', (ROOT / "docs" / "maths.md").read_text()))
+    files = [p for d in ("softlin", "symbolic", "workflow", "bench", "tests") for p in (ROOT / d).rglob("*")
+             if p.is_file() and p.suffix in {".py", ".smk", ".rst", ".json", ".cc", ".h", ".yaml"}]
+    files += [ROOT / "Snakefile", ROOT / "config" / "config.yaml", ROOT / "README.md"]
+    for f in files:
+        text = f.read_text()
+        if f.name == "test_package.py":
+            continue
+        assert not re.search(r"\bSPEC\b|shared/", text), f
+        for m in re.finditer(r"docs/maths\.md((?:#[\w-]+(?:, )?)+)", text):
+            cited = set(re.findall(r"#([\w-]+)", m.group(1)))
+            assert cited <= anchors, (f, cited - anchors)

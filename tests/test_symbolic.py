@@ -10,18 +10,14 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from softlin.numpy_reference import sqrtm_sym as sqrtm  # noqa: E402  (the independent reference's Sigma^(1/2))
 from symbolic import export as E  # noqa: E402
-from symbolic import to_json, to_markdown, get, write_all  # noqa: E402
+from symbolic import get, to_json, to_markdown, write_all  # noqa: E402
 
 
 def spd(rng, d):
     X = rng.normal(size=(d, d))
     return X @ X.T / d + 0.5 * np.eye(d)
-
-
-def sqrtm(S):
-    ev, Q = np.linalg.eigh(S)
-    return (Q * np.sqrt(ev)) @ Q.T
 
 
 def gamma_w(S, w):
@@ -109,8 +105,7 @@ def test_reduced_risk_and_flow():
     dA, db = E.reduced_flow_fn()(A, b, S)
     assert np.allclose(dA, -fd_grad(lambda X: Rr(X, b, S), A), atol=1e-6)
     assert np.isclose(db, -(Rr(A, b + 1e-6, S) - Rr(A, b - 1e-6, S)) / 2e-6, atol=1e-6)
-    I = np.eye(d)
-    M = b * S @ A - I
+    M = b * S @ A - np.eye(d)
     assert np.isclose(Rr(A, b, S), 0.5 * np.trace(M @ S @ M.T), rtol=1e-12)
     U = np.zeros((d + 1, d + 1))
     U[:d, :d], U[d, d] = A, 0.37
@@ -159,7 +154,10 @@ def test_s1_tilt_against_quadrature():
     from scipy import integrate
     tf = E.tilt_fns()
     m, s, t = 0.3, 1.4, 0.7
-    dens = lambda x: np.exp(-(x - m) ** 2 / (2 * s ** 2)) / np.sqrt(2 * np.pi * s ** 2)
+
+    def dens(x):
+        return np.exp(-(x - m) ** 2 / (2 * s ** 2)) / np.sqrt(2 * np.pi * s ** 2)
+
     lo, hi = m - 30 * s, m + 30 * s                     # the integrands are below 1e-150 outside
     M0, M1, M2 = (integrate.quad(lambda x: x ** k * np.exp(t * x) * dens(x), lo, hi, epsabs=1e-14, epsrel=1e-12,
                                  limit=200)[0] for k in (0, 1, 2))
@@ -195,7 +193,7 @@ def test_s1_tilted_mean_monte_carlo_d3():
 
 @pytest.mark.parametrize("d", [3, 4])
 def test_s1_kernel_linear_inf_equals_lambdified(d):
-    """SPEC S1 check: the kernel's linear(inf) prediction (softlin.models, "limit") == the lambdified S1 f_inf."""
+    """S1 check (docs/maths.md#s1): the kernel's linear(inf) prediction (softlin.models, "limit") == the lambdified S1 f_inf."""
     from softlin import models, tasks
     from softlin.params import Params
     rng = np.random.default_rng(40 + d)
@@ -262,7 +260,10 @@ def _capped_mean_square(lam, L):
     """E[min(1, (exp(lam g^2) - 1) / L)], g ~ N(0, 1), by scipy quadrature (bulk below the cut, Gaussian tail above)."""
     from scipy import integrate, special
     gc = np.sqrt(np.log1p(L) / lam)
-    f = lambda g: np.expm1(lam * g * g) * np.exp(-g * g / 2) / np.sqrt(2 * np.pi) / L
+
+    def f(g):
+        return np.expm1(lam * g * g) * np.exp(-g * g / 2) / np.sqrt(2 * np.pi) / L
+
     bulk = 2 * integrate.quad(f, 0, gc, epsabs=0, epsrel=1e-11, limit=200)[0]
     return bulk + special.erfc(gc / np.sqrt(2))
 
@@ -434,12 +435,18 @@ def test_euler_defect_softmax_fd():
     d, L = 3, 6
     U, v = rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1)
     Z, zq, yq = rng.normal(size=(L, d + 1)), np.r_[rng.normal(size=d), 0.0], 0.4
-    loss = lambda t: 0.5 * (_softmax_pred(np.exp(t) * U, np.exp(-t) * v, Z, zq) - yq) ** 2
+
+    def loss(t):
+        return 0.5 * (_softmax_pred(np.exp(t) * U, np.exp(-t) * v, Z, zq) - yq) ** 2
+
     fd = (loss(1e-5) - loss(-1e-5)) / 2e-5
     assert np.isclose(E.euler_defect_fn()(U, v, Z, zq, yq), fd, rtol=1e-6, atol=1e-8)
     # linear(L) is bilinear: the same rescaling leaves the loss unchanged
     G = Z.T @ Z / L
-    lin = lambda t: 0.5 * ((np.exp(-t) * v) @ G @ (np.exp(t) * U) @ zq - yq) ** 2
+
+    def lin(t):
+        return 0.5 * ((np.exp(-t) * v) @ G @ (np.exp(t) * U) @ zq - yq) ** 2
+
     assert abs((lin(1e-5) - lin(-1e-5)) / 2e-5) < 1e-8
 
 
@@ -461,7 +468,6 @@ def test_gd_step_conservation_linear_inf():
 
 
 def _model_loss(model, U, v, w, xq, X, S):
-    d = len(w)
     zq = np.r_[xq, 0.0]
     Z = np.c_[X, X @ w]
     if model == "linear_inf":
@@ -511,13 +517,18 @@ def test_rendering_and_write_all(tmp_path):
 
 def test_cli():
     env = {**os.environ, "PYTHONPATH": ROOT}
-    out = subprocess.run([sys.executable, "-m", "symbolic"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "symbolic", *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT, check=True).stdout
+
+    out = cli()
     assert all(f"S{i}" in out for i in range(1, 7))
-    out = subprocess.run([sys.executable, "-m", "symbolic", "show", "S2"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+    out = cli("show", "S2")
     assert "theta*" in out and "R_reduced" in out
-    out = subprocess.run([sys.executable, "-m", "symbolic", "markdown", "S5"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+    out = cli("markdown", "S5")
     assert "$$" in out
-    out = subprocess.run([sys.executable, "-m", "symbolic", "show", "S6"], capture_output=True, text=True, env=env, cwd=ROOT, check=True).stdout
+    out = cli("show", "S6")
     assert "gd_risk" in out and "posterior_mean" in out and "limit_optimum_risk" in out
 
 

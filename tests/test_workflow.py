@@ -75,6 +75,7 @@ def dry(smoke_built, tmp_path_factory):
         ("nothing", (smoke_built, ["-n", *SMOKE])),
         ("c3_knob", (smoke_built, ["-n", *SMOKE, "--configfile", "knob.yaml"])),
         ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
+        ("plot_style", (smoke_built, ["-n", *SMOKE, "plot={c3_colors: {isotropic_gauss: black}}"])),
         ("report", (smoke_built, [*SMOKE, "--report", str(base / "report.html")])),
         # last on the smoke build: touch a plotting module, then plan
         ("edit_plots", {"append": smoke_built / "softlin" / "plots.py", "text": "\n# edited\n"}),
@@ -135,6 +136,15 @@ def test_c5_test_set_change_reruns_no_training(dry):
     jobs = planned(dry.c5_test_set)
     assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
     assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "all"}, jobs
+
+
+def test_plot_style_change_redraws_only_its_figure(dry):
+    """A colour of the config's ``plot`` section (typed from --config) reaches its figure rule
+    through ``params:``: that figure is redrawn, nothing else runs."""
+    before = planned(dry.nothing)
+    jobs = planned(dry.plot_style)
+    assert "c3_figure" in jobs, jobs
+    assert set(jobs) - set(before) <= {"c3_figure", "c3", "all"}, jobs
 
 
 def test_report_captions_come_from_the_config(dry):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import concentration as conc
+from .. import metrics
 
 
 def design(settings: list[dict], probes_cfg: dict) -> dict:
@@ -38,7 +39,7 @@ def measure(setting: dict, Ls, seed: int, n_blocks: int, n_pairs: int, n_query: 
 
 def summarize(setting: dict, msq, Ls) -> tuple[list[dict], dict]:
     """Rows (setting, probe, L, rms, se) and per-probe fits (slope vs -beta)."""
-    rms, se = conc.rms_over_blocks(msq)  # (n_probes, n_L)
+    rms, se = metrics.rms_over_blocks(msq)  # (n_probes, n_L)
     rows, fits = [], {}
     for i, pr in enumerate(setting["probes"]):
         for j, L in enumerate(Ls):
@@ -46,7 +47,7 @@ def summarize(setting: dict, msq, Ls) -> tuple[list[dict], dict]:
                              kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                              L=int(L), rms_gap=float(rms[i, j]), rms_gap_se=float(se[i, j]),
                              n_blocks=int(msq.shape[0])))
-        f = conc.curve_summary(Ls, rms[i], se[i])
+        f = metrics.curve_summary(Ls, rms[i], se[i])
         f.update(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
                  kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                  pred_slope=-pr["beta"], slope_plus_beta=f["slope"] + pr["beta"],

@@ -18,8 +18,9 @@ import json
 import numpy as np
 
 from .. import concentration as conc
+from .. import metrics
 from ..io import trajectory_from
-from ..params import Params, bayes_optimum
+from ..params import Params, split_flat
 from ..tasks import check_sigma
 
 PARTS = ("U", "v")
@@ -29,22 +30,14 @@ def sweep_probes(sigma, lambdas, label: str = "sweep") -> list[dict]:
     """``U = blockdiag(s A*, 0)``, ``v = v*``, ``s`` such that ``lambda_max(M) = target`` (M scales as s^2)."""
     s = check_sigma(sigma)
     d = s.shape[0]
-    star = bayes_optimum(s)
-    lam_star, _ = conc.lambda_beta(star.U[:d, :d], s)
+    star, scales = conc.star_scales(s, lambdas)
     out = []
-    for target in lambdas:
-        scale = float(np.sqrt(target / lam_star))
+    for target, scale in zip(lambdas, scales):
         U = scale * star.U
         lam, beta = conc.lambda_beta(U[:d, :d], s)
         out.append(dict(name=f"{label}_lam{target:g}", kind="sweep", s=scale, U=U.tolist(),
                         v=star.v.tolist(), lambda_max=lam, beta=beta))
     return out
-
-
-def split(vecs, d: int):
-    """Flattened gradient differences -> (U part, v part) along the last axis."""
-    D = d + 1
-    return vecs[..., : D * D], vecs[..., D * D:]
 
 
 def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_pairs: int,
@@ -80,10 +73,10 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
     diff = np.asarray(diff)
     if msq is None:
         raise ValueError("summarize needs the per-query mean squared gaps msq (c2.measure's msq_U, msq_v)")
-    parts = dict(zip(PARTS, split(diff, d)))
-    rms = {k: conc.rms_over_blocks(np.asarray(msq[k])) for k in PARTS}
-    blockrms = {k: conc.rms_over_blocks(np.sum(x ** 2, axis=-1)) for k, x in parts.items()}
-    pooled = {k: conc.norm_over_blocks(x, n_boot, seed) for k, x in parts.items()}
+    parts = dict(zip(PARTS, split_flat(diff, d)))
+    rms = {k: metrics.rms_over_blocks(np.asarray(msq[k])) for k in PARTS}
+    blockrms = {k: metrics.rms_over_blocks(np.sum(x ** 2, axis=-1)) for k, x in parts.items()}
+    pooled = {k: metrics.norm_over_blocks(x, n_boot, seed) for k, x in parts.items()}
     rows, fits = [], {}
     for i, pr in enumerate(probes):
         base = dict(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
@@ -99,11 +92,11 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
         for k in PARTS:
-            cs = conc.curve_summary(Ls, rms[k][0][i], rms[k][1][i])
+            cs = metrics.curve_summary(Ls, rms[k][0][i], rms[k][1][i])
             f[k] = dict(cs, slope_plus_beta=cs["slope"] + pr["beta"])
-            pc = conc.curve_summary(Ls, pooled[k][0][i], pooled[k][1][i])
+            pc = metrics.curve_summary(Ls, pooled[k][0][i], pooled[k][1][i])
             f[f"pooled_{k}"] = dict(pc, slope_plus_beta=pc["slope"] + pr["beta"])
-            bc = conc.curve_summary(Ls, blockrms[k][0][i], blockrms[k][1][i])
+            bc = metrics.curve_summary(Ls, blockrms[k][0][i], blockrms[k][1][i])
             f[f"blockrms_{k}"] = dict(bc, slope_plus_beta=bc["slope"] + pr["beta"])
         fits[f"{setting['name']}/{pr['name']}"] = f
     return rows, fits
@@ -152,7 +145,7 @@ def along_trajectory(traj, tasks, Ls, progress=print) -> dict:
     rec, _, step, _ = trajectory_from(traj, "limit")
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
     diff = np.asarray(conc.grad_gaps(plist, tasks, Ls))  # (n_rec, n_L, K), computed before the progress line
-    dU, dv = split(diff, tasks.d)
+    dU, dv = split_flat(diff, tasks.d)
     gaps = {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1),
             "full": np.linalg.norm(diff, axis=-1)}
     progress(f"{len(step)} recorded iterates x {len(Ls)} prompt lengths done")
@@ -169,7 +162,7 @@ def trajectory_fit(Ls, arrays: dict) -> dict:
     out = {}
     for k in ("U", "v", "full"):
         vals = np.asarray(arrays[f"max_{k}"])
-        out[k] = conc.curve_summary(Ls, vals)
+        out[k] = metrics.curve_summary(Ls, vals)
         out[k]["max"] = vals.tolist()
     return out
 

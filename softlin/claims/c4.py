@@ -21,21 +21,11 @@ from ..tasks import check_sigma, sample
 
 
 # --------------------------------------------------------------------------- flows
-def _flat(p: Params) -> np.ndarray:
-    return np.concatenate([np.asarray(p.U).ravel(), np.asarray(p.v).ravel()])
-
-
-def _unflat(y, D: int) -> Params:
-    y = np.asarray(y)
-    return Params(y[..., : D * D].reshape(y.shape[:-1] + (D, D)), y[..., D * D:])
-
-
 @jax.jit
 def _neg_grad_flat(y, sigma):
-    D = sigma.shape[0] + 1
-    p = Params(y[: D * D].reshape(D, D), y[D * D:])
-    g = jax.grad(models.population_risk_kernel)(p, sigma)
-    return -jnp.concatenate([g.U.ravel(), g.v])
+    """``-grad R_pop`` at the flattened ``theta`` (:func:`softlin.params.flatten`)."""
+    g = jax.grad(models.population_risk_kernel)(params.unflatten(y, sigma.shape[0] + 1), sigma)
+    return -params.flatten(g, jnp)
 
 
 def ode_flow(sigma, p0: Params, t_eval, method: str = "DOP853", rtol: float = 1e-12,
@@ -47,10 +37,10 @@ def ode_flow(sigma, p0: Params, t_eval, method: str = "DOP853", rtol: float = 1e
     D = s.shape[0] + 1
     t_eval = np.asarray(t_eval, dtype=np.float64)
     sol = solve_ivp(lambda t, y: np.asarray(_neg_grad_flat(jnp.asarray(y), s)), (0.0, t_eval[-1]),
-                    _flat(p0), method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+                    params.flatten(p0), method=method, t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
-    return _unflat(sol.y.T, D), dict(nfev=int(sol.nfev), method=method, rtol=rtol, atol=atol)
+    return params.unflatten(np.asarray(sol.y.T), D), dict(nfev=int(sol.nfev), method=method, rtol=rtol, atol=atol)
 
 
 def reduced_flow(sigma, A0, b0: float, t_eval, method: str = "DOP853", rtol: float = 1e-12,

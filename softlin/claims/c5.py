@@ -12,6 +12,7 @@ import numpy as np
 from .. import online
 from .._jax import jax
 
+
 def task_of(cfg: dict) -> online.TaskLaw:
     """The task law of the C5 config section."""
     return online.make_task(online.kms_sigma(cfg["d"], cfg["kms_rho"]), cfg["noise_var"],

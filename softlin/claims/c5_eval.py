@@ -64,7 +64,7 @@ def _make_family_fit(task: online.TaskLaw, n: int, l_max: int, f64: bool):
 
             def per_a(a):
                 U = jnp.zeros((d + 1, d + 1), P.dtype).at[:d, :d].set(a * Pl.T)
-                g = online.predict("softmax", Params(U, jnp.zeros(d + 1, P.dtype).at[d].set(1.0)), b, L)
+                g = online.predict_on_batch("softmax", Params(U, jnp.zeros(d + 1, P.dtype).at[d].set(1.0)), b, L)
                 return jnp.stack([(g * b.yq).sum(), (g * g).sum()])
 
             return jax.lax.map(per_a, scales)
@@ -118,12 +118,12 @@ def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
             L, ps, pl, plr, psr = args
             keep = (jnp.arange(l_max) < L).astype(b.zT.dtype)
             G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
-            preds = (online.predict("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
+            preds = (online.predict_on_batch("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
                      baselines.ridge_predict(G, zq, L, task.noise_var, task.w_var),
                      baselines.gd_predict(G, zq, sp), f_opt,
                      baselines.limit_predict(ps, b.w, zq, sp, task.noise_var),
                      baselines.limit_predict(pl, b.w, zq, sp, task.noise_var),
-                     online.linear_output(plr, G, b.zq), online.predict("softmax", psr, b, L))
+                     online.linear_output(plr, G, b.zq), online.predict_on_batch("softmax", psr, b, L))
             return jnp.stack([(f - y) ** 2 for f in preds])
 
         return jax.lax.map(per_L, (Ls, soft, lin, lref, sref))

@@ -16,7 +16,7 @@
 // (d..2d-1) and query noise (2d).  So token l depends on (seed, stream, t, i, l) only: the
 // length-L prompt is the prefix of any longer one, and any step's batch is drawn directly.
 //
-// The prompt (SPEC C5): x_l = R_p g_l, y_l = w^T x_l + s_noise e_l, w = s_w g_w,
+// The prompt (docs/maths.md#c5): x_l = R_p g_l, y_l = w^T x_l + s_noise e_l, w = s_w g_w,
 // x_q = R_q g_q, y_q = w^T x_q + s_noise e_q; tokens z_l = (x_l, y_l), query z_q = (x_q, 0).
 //
 // Entry points (tasks split over OpenMP threads statically; every sum in a fixed order):

@@ -98,6 +98,7 @@ rule c1_figure:
         preset=PRESET,
         preset_description=PRESET_DESCRIPTION,
         protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+        cmap=config["plot"]["probe_cmap"],
     resources:
         runtime=2,
         mem_mb=500,
@@ -143,7 +144,7 @@ localrules:
 
 
 rule c1:
-    """Target: every C1 output (SPEC section 7)."""
+    """Target: every C1 output (docs/maths.md#conventions)."""
     input:
         rules.c1_metrics.output,
         rules.c1_figure.output,

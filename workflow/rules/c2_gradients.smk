@@ -118,6 +118,7 @@ rule c2_figure:
         preset_description=PRESET_DESCRIPTION,
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
         seed_log_slope=C2["trajectory"]["seed_log_slope"],
+        cmap=config["plot"]["probe_cmap"],
     resources:
         runtime=2,
         mem_mb=500,
@@ -163,7 +164,7 @@ localrules:
 
 
 rule c2:
-    """Target: every C2 output (SPEC section 7)."""
+    """Target: every C2 output (docs/maths.md#conventions)."""
     input:
         rules.c2_metrics.output,
         rules.c2_figure.output,

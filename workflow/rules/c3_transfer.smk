@@ -5,7 +5,7 @@ C3_RUNS = c3_runs()
 
 
 rule c3_sample:
-    """Training and held-out tasks of one (setting, seed), SPEC section 1."""
+    """Training and held-out tasks of one (setting, seed), docs/maths.md#sampling."""
     input:
         pkg("tasks.py"),
     output:
@@ -102,6 +102,7 @@ rule c3_figure:
         preset=PRESET,
         preset_description=PRESET_DESCRIPTION,
         protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
+        colors=config["plot"]["c3_colors"],
     conda:
         "../envs/softlin.yaml"
     log:
@@ -140,7 +141,7 @@ localrules:
 
 
 rule c3:
-    """Target: every C3 output (SPEC section 7)."""
+    """Target: every C3 output (docs/maths.md#conventions)."""
     input:
         rules.c3_metrics.output,
         rules.c3_figure.output,

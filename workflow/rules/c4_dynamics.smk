@@ -120,7 +120,7 @@ localrules:
 
 
 rule c4:
-    """Target: every C4 output (SPEC section 7)."""
+    """Target: every C4 output (docs/maths.md#conventions)."""
     input:
         rules.c4_metrics.output,
         rules.c4_figure.output,

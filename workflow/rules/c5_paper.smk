@@ -81,7 +81,10 @@ rule c5_figure:
         training_pdf="figures/c5_training.pdf",
     params:
         preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
         protocol=c5_protocol(),
+        curves=config["plot"]["c5_curves"],
+        cmap=config["plot"]["c5_L_cmap"],
     conda:
         "../envs/softlin.yaml"
     log:
@@ -116,7 +119,7 @@ localrules:
 
 
 rule c5:
-    """Target: every C5 output (SPEC section 7)."""
+    """Target: every C5 output (docs/maths.md#conventions)."""
     input:
         rules.c5_metrics.output,
         rules.c5_figure.output,

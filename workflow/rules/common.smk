@@ -6,6 +6,8 @@ import numpy as np
 import yaml
 from snakemake.utils import validate
 
+from softlin.tasks import check_sigma
+
 
 def _deep_merge(base, over):
     """``over`` merged into a copy of ``base`` (nested mappings merge, everything else replaces)."""
@@ -63,7 +65,7 @@ def _typed(value):
 
 def _load_config(cfg):
     """Defaults <- preset file <- --configfile files <- command-line --config, then schema
-    validation and semantic checks."""
+    validation and the semantic checks (:func:`_check_semantics`): (config, checked covariances)."""
     settings = workflow.config_settings
     cli = _deep_merge(getattr(settings, "overwrite_config", None) or {},
                       _typed(dict(getattr(settings, "config", None) or {})))
@@ -77,43 +79,84 @@ def _load_config(cfg):
         over = _read_yaml(path) or {}
     merged = _deep_merge(_deep_merge(cfg, over), cli)
     _validate(merged, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-    _check_semantics(merged)
-    return merged
+    return merged, _check_semantics(merged)
 
 
 def sigma_matrix(spec, key):
-    """Covariance from its config form (diagonal list or full matrix); raise naming ``key`` if not SPD."""
+    """Covariance from its config form (diagonal list or full matrix), checked by
+    :func:`softlin.tasks.check_sigma` (square, finite, symmetric, positive definite); an error names ``key``."""
     a = np.asarray(spec, dtype=float)
-    s = np.diag(a) if a.ndim == 1 else a
-    if s.ndim != 2 or s.shape[0] != s.shape[1]:
-        raise ValueError(f"config key '{key}': sigma must be square, got shape {s.shape}")
-    if not np.allclose(s, s.T, rtol=0, atol=1e-12):
-        raise ValueError(f"config key '{key}': sigma must be symmetric")
-    if np.linalg.eigvalsh(s).min() <= 0:
-        raise ValueError(f"config key '{key}': sigma is not positive definite "
-                         f"(smallest eigenvalue {np.linalg.eigvalsh(s).min():.3g})")
-    return s
+    try:
+        return check_sigma(np.diag(a) if a.ndim == 1 else a)
+    except ValueError as err:
+        raise ValueError(f"config key '{key}': {err}") from None
 
 
 def _check_semantics(cfg):
+    """The one semantic validator of a run (what the schema cannot say; each error names its key).
+    Returns every claim setting's covariance, checked once here: ``{(claim, setting): Sigma}``."""
+    sigmas = {}
+    for claim in ("c3", "c1", "c4"):
+        for name, st in ((cfg.get(claim) or {}).get("settings") or {}).items():
+            key = f"{claim}.settings.{name}.sigma"
+            s = sigmas[(claim, name)] = sigma_matrix(st["sigma"], key)
+            if claim == "c3" and s.shape[0] != cfg["c3"]["d"]:
+                raise ValueError(f"config key '{key}': dimension {s.shape[0]} != c3.d = {cfg['c3']['d']}")
+            if claim != "c4" and st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(len(s))):
+                raise ValueError(f"config key '{key}': Rademacher tokens need sigma = I")
     c3 = cfg.get("c3")
     if c3 is not None:
         if c3["steps"] % c3["record_every"]:
             raise ValueError("config key 'c3.record_every': must divide c3.steps")
         if sorted(set(c3["L"])) != list(c3["L"]):
             raise ValueError("config key 'c3.L': prompt lengths must be strictly increasing")
-        for name, st in c3["settings"].items():
-            s = sigma_matrix(st["sigma"], f"c3.settings.{name}.sigma")
-            if s.shape[0] != c3["d"]:
-                raise ValueError(f"config key 'c3.settings.{name}.sigma': dimension {s.shape[0]} != c3.d = {c3['d']}")
-            if st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(c3["d"])):
-                raise ValueError(f"config key 'c3.settings.{name}.sigma': Rademacher tokens need sigma = I")
         if c3["eval"]["L"] < max(c3["L"]):
             raise ValueError("config key 'c3.eval.L': must be at least max(c3.L)")
+    c1 = cfg.get("c1")
+    for claim in ("c1", "c2"):
+        sec = cfg.get(claim)
+        if sec is not None and sec["log2_L_max"] - sec["log2_L_min"] < 4:
+            raise ValueError(f"config key '{claim}.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
+    c2 = cfg.get("c2")
+    if c2 is not None:
+        if c1 is None:
+            raise ValueError("config key 'c2': C2 probes the C1 settings, so the c1 section is required")
+        for name in c2["sweep"]["settings"]:
+            if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
+                raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
+        for name in c2["trajectory"]["settings"]:
+            if name not in (c3 or {}).get("settings", {}):
+                raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
+    c4 = cfg.get("c4")
+    if c4 is not None:
+        if c4["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.record_every': must divide c4.steps")
+        nt = c4["n_tasks"]
+        if nt["steps"] > c4["steps"] or nt["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.n_tasks.steps': must be a multiple of c4.record_every and at most c4.steps")
+    c5 = cfg.get("c5")
+    if c5 is not None:
+        if sorted(set(c5["L"])) != list(c5["L"]):
+            raise ValueError("config key 'c5.L': prompt lengths must be strictly increasing")
+        if len(c5["L"]) < 3:
+            raise ValueError("config key 'c5.L': need at least 3 prompt lengths (the gap criterion compares thirds)")
+        if c5["chunk"] % c5["log_every"]:
+            raise ValueError("config key 'c5.log_every': must divide c5.chunk")
+        if c5["steps"] % c5["chunk"]:
+            raise ValueError("config key 'c5.chunk': must divide c5.steps")
+        if c5["steps"] // c5["log_every"] < 30:
+            raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
+        if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
+            raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
+        if c5["L_per_job"] < 0:
+            raise ValueError("config key 'c5.L_per_job': must be >= 0 (0 = every L in one job)")
+        if sorted(c5["models"]) != ["linear", "softmax"]:
+            raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
+    return sigmas
 
 
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
-config = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
+config, SIGMAS = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
 PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
@@ -149,7 +192,7 @@ def c3_runs():
 def c3_setting(name):
     """The resolved description of one C3 setting (label, token kind, covariance as a nested list)."""
     st = config["c3"]["settings"][name]
-    s = sigma_matrix(st["sigma"], f"c3.settings.{name}.sigma")
+    s = SIGMAS[("c3", name)]
     label = st.get("label") or ("isotropic" if np.array_equal(s, np.eye(len(s))) else name)
     return {"name": name, "label": label, "token_kind": st.get("token_kind", "gauss"),
             "sigma": s.tolist(), "n_seed": st["n_seed"]}
@@ -167,72 +210,14 @@ def pow2_range(cfg):
 def claim_setting(claim, name):
     """Resolved setting of claim c1 / c4: name, label, token kind, covariance (nested list), probe overrides."""
     st = config[claim]["settings"][name]
-    s = sigma_matrix(st["sigma"], f"{claim}.settings.{name}.sigma")
+    s = SIGMAS[(claim, name)]
     return {"name": name, "label": st.get("label") or name, "token_kind": st.get("token_kind", "gauss"),
             "sigma": s.tolist(), "probes": st.get("probes") or {}}
 
 
-def _check_semantics_c124(cfg):
-    """Semantic checks of c1, c2, c4 (each error names its key)."""
-    c1 = cfg.get("c1")
-    if c1 is not None:
-        if c1["log2_L_max"] - c1["log2_L_min"] < 4:
-            raise ValueError("config key 'c1.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
-        for name, st in c1["settings"].items():
-            s = sigma_matrix(st["sigma"], f"c1.settings.{name}.sigma")
-            if st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(len(s))):
-                raise ValueError(f"config key 'c1.settings.{name}.sigma': Rademacher tokens need sigma = I")
-    c2 = cfg.get("c2")
-    if c2 is not None:
-        if c1 is None:
-            raise ValueError("config key 'c2': C2 probes the C1 settings, so the c1 section is required")
-        if c2["log2_L_max"] - c2["log2_L_min"] < 4:
-            raise ValueError("config key 'c2.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
-        for name in c2["sweep"]["settings"]:
-            if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
-                raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
-        c3 = cfg.get("c3") or {}
-        for name in c2["trajectory"]["settings"]:
-            if name not in c3.get("settings", {}):
-                raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
-    c4 = cfg.get("c4")
-    if c4 is not None:
-        if c4["steps"] % c4["record_every"]:
-            raise ValueError("config key 'c4.record_every': must divide c4.steps")
-        nt = c4["n_tasks"]
-        if nt["steps"] > c4["steps"] or nt["steps"] % c4["record_every"]:
-            raise ValueError("config key 'c4.n_tasks.steps': must be a multiple of c4.record_every and at most c4.steps")
-        for name, st in c4["settings"].items():
-            sigma_matrix(st["sigma"], f"c4.settings.{name}.sigma")
-
-
-_check_semantics_c124(config)
 
 
 # --------------------------------------------------------------------------- C5 helpers
-def _check_semantics_c5(cfg):
-    c5 = cfg.get("c5")
-    if c5 is None:
-        return
-    if sorted(set(c5["L"])) != list(c5["L"]):
-        raise ValueError("config key 'c5.L': prompt lengths must be strictly increasing")
-    if len(c5["L"]) < 3:
-        raise ValueError("config key 'c5.L': need at least 3 prompt lengths (the gap criterion compares thirds)")
-    if c5["chunk"] % c5["log_every"]:
-        raise ValueError("config key 'c5.log_every': must divide c5.chunk")
-    if c5["steps"] % c5["chunk"]:
-        raise ValueError("config key 'c5.chunk': must divide c5.steps")
-    if c5["steps"] // c5["log_every"] < 30:
-        raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
-    if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
-        raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
-    if c5["L_per_job"] < 0:
-        raise ValueError("config key 'c5.L_per_job': must be >= 0 (0 = every L in one job)")
-    if sorted(c5["models"]) != ["linear", "softmax"]:
-        raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
-
-
-_check_semantics_c5(config)
 
 
 C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "sample_dtype")
@@ -241,10 +226,8 @@ C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed"
 
 
 def _c5_section(keys):
-    c5 = config["c5"]
-    out = {k: c5[k] for k in keys}
-    out["w_var"] = c5["w_var"] if c5["w_var"] is not None else 1.0 / c5["d"]
-    return out
+    """The C5 keys a job reads (``w_var: null`` stays null: softlin.online.make_task defaults it to 1/d)."""
+    return {k: config["c5"][k] for k in keys}
 
 
 def c5_train_config():

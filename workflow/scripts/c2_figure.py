@@ -11,6 +11,6 @@ log = Progress(snakemake.log[0], "c2 figure")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 note = plots.preset_note(p.preset, p.preset_description)
 plots.c2_gradients(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.trajectory),  # noqa: F821
-                   metrics, note, p.protocol, p.seed_log_slope, o.gaps, o.gaps_pdf)
+                   metrics, note, p.protocol, p.seed_log_slope, p.cmap, o.gaps, o.gaps_pdf)
 plots.c2_threshold(metrics, note, p.protocol, o.sweep, o.sweep_pdf)
 log("done")

@@ -7,5 +7,5 @@ from softlin.progress import Progress
 p, o = snakemake.params, snakemake.output  # noqa: F821
 log = Progress(snakemake.log[0], "c3 figure")  # noqa: F821
 plots.c3_transfer(pd.read_csv(snakemake.input.table), plots.preset_note(p.preset, p.preset_description),  # noqa: F821
-                  p.protocol, o.png, o.pdf)
+                  p.protocol, p.colors, o.png, o.pdf)
 log("done")

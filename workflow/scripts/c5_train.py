@@ -6,8 +6,8 @@ os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before th
 
 from softlin.claims import c5  # noqa: E402
 from softlin.io import save_npz  # noqa: E402
-from symbolic.cache import files_digest  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
+from symbolic.cache import files_digest  # noqa: E402
 
 p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821

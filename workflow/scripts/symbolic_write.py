@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import symbolic
+from softlin.io import write_text
 from softlin.progress import Progress
 from softlin.verdict import markdown_to_html
 
@@ -10,5 +11,5 @@ outdir = Path(snakemake.output.md[0]).parent  # noqa: F821
 symbolic.write_all(outdir)
 for md in snakemake.output.md:  # noqa: F821
     text = Path(md).read_text()
-    Path(md).with_suffix(".html").write_text(markdown_to_html(text))
+    write_text(Path(md).with_suffix(".html"), markdown_to_html(text))
     log(f"wrote {Path(md).stem}")
