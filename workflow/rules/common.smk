@@ -148,8 +148,6 @@ def _check_semantics(cfg):
             raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
         if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
             raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
-        if c5["L_per_job"] < 0:
-            raise ValueError("config key 'c5.L_per_job': must be >= 0 (0 = every L in one job)")
         if sorted(c5["models"]) != ["linear", "softmax"]:
             raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
     return sigmas
