@@ -94,16 +94,19 @@ rule c5_figure:
 
 
 rule c5_verdict:
-    """Predeclared criteria C5a-C5d (C5c: every run converged; C5a/C5b INCONCLUSIVE otherwise)."""
+    """Predeclared criteria C5a-C5c (C5c: every run converged; C5a/C5b INCONCLUSIVE otherwise) and
+    the consistency check C5d."""
     input:
         metrics="results/c5/c5_metrics.json",
         code=pkg("verdict.py", "io.py"),
     output:
         json="results/c5/verdict.json",
         md="results/c5/verdict.md",
+        consistency="results/c5/consistency.json",
         html=report("results/c5/verdict.html", category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
     params:
         criteria=C5["criteria"],
+        checks=C5.get("consistency_checks", []),
         preset=PRESET,
         protocol=c5_protocol(),
     conda:

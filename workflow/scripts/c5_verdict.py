@@ -26,4 +26,4 @@ extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\
          "Per-run convergence (C5c; reference: linear, the class optimum x_q^T P*(L) h; softmax, the best "
          "member of the family U = blockdiag(a P*(L), 0), v = c e_D):\n\n" + "\n".join(rows) + "\n")
 verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                extra, log=log)
+                extra, log=log, checks=list(p.checks))
