@@ -23,6 +23,6 @@ for spec in sys.argv[3:]:
     name, lr, sched, *mom = spec.split(":")
     opt = {"name": name, "lr": float(lr), "schedule": sched, "momentum": float(mom[0]) if mom else 0.0}
     t = time.perf_counter()
-    job = c5.train_run({**cfg, "optimizer": opt}, cfg["L"])
+    job = c5.train_run({"restarts": 1, "restart_select_frac": 0.1, **cfg, "optimizer": opt}, cfg["L"])
     save_npz(os.path.join(out_dir, f"{spec.replace(':', '_')}.npz"), **job)
     print(f"== {spec}: trained in {time.perf_counter() - t:.0f} s", flush=True)

@@ -1,11 +1,13 @@
 """Score optimiser probes (bench/probe_c5.py) by the C5c convergence rule, and print only that.
 
-    python bench/probe_c5_eval.py CFG.json PROBE.npz [...]
+    python bench/probe_c5_eval.py CFG.json PROBE.npz[,RESTART.npz,...] [...]
 
 CFG.json: the c5_metrics job's settings (`params.cfg` of rule c5_metrics).  For each probe: every
 run's test risk against its class reference (softlin.claims.c5_eval) and end-of-training
 flatness; the number of unconverged runs.  C5a/C5b quantities are computed by the evaluation but
-deliberately not printed: the converged variant is chosen on convergence alone.
+deliberately not printed: the converged variant is chosen on convergence alone.  Probes joined by
+commas are random restarts (same stream, other ``init_seed``): each run is taken from the one with
+the lowest mean training loss over the last 10% of its logged windows (``c5.best_of_restarts``).
 """
 import json
 import sys
@@ -18,8 +20,15 @@ from softlin.params import Params
 cfg = json.load(open(sys.argv[1]))
 Ls = list(cfg["L"])
 for path in sys.argv[2:]:
-    with np.load(path) as f:
-        runs = c5.split_runs(dict(f), cfg["models"])
+    jobs = []
+    for part in path.split(","):
+        with np.load(part) as f:
+            jobs.append(dict(f))
+    job = c5.best_of_restarts(jobs, cfg["models"], 0.1) if len(jobs) > 1 else jobs[0]
+    if len(jobs) > 1:
+        print(path, "restart chosen per L:",
+              {m: job[f"{m}_restart"].tolist() for m in cfg["models"]})
+    runs = c5.split_runs(job, cfg["models"])
     stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
              for m in cfg["models"]}
     rows = c5_eval.evaluate(cfg, Ls, stack["softmax"], stack["linear"])

@@ -407,9 +407,10 @@ def test_train_run_and_split():
     cfg = dict(d=5, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
                parametrisation="qkvo", models=["softmax", "linear"], seed=3, init_seed=0, steps=40,
                batch=8, optimizer={"name": "sgd", "lr": 1e-2}, streams="shared", log_every=10,
-               chunk=20, sample_dtype="float32")
+               chunk=20, sample_dtype="float32", restarts=1, restart_select_frac=0.1)
     job = c5.train_run(cfg, [6, 11])
     runs = c5.split_runs(job, cfg["models"])
+    assert runs["softmax", 6]["init_seed"] == 0
     assert sorted(runs) == [("linear", 6), ("linear", 11), ("softmax", 6), ("softmax", 11)]
     assert runs["linear", 6]["U"].shape == (D, D) and runs["linear", 6]["loss"].shape == (4,)
     raw = online.QKVO(*(jnp.asarray(job[f"softmax_raw{i}"][1]) for i in range(4)))
@@ -511,3 +512,53 @@ def test_linear_reference_risk_vs_closed_form():
     for r in rows:
         assert abs(r["R_linear_ref"] - r["R_linear_class_closed"]) < 4 * r["R_linear_ref_se"], r
         assert r["R_linear_class_closed"] < r["R_gd_closed"]
+
+
+def test_best_of_restarts_keeps_the_lowest_end_loss_per_run():
+    """Restarts are chosen per (model, L) on the mean of the last 10% of the logged training loss
+    (here the last 2 of 20 windows), whatever the earlier windows say; every array of a run comes
+    from the same restart."""
+    L, steps = np.array([10, 20]), np.arange(1, 21) * 50
+
+    def job(k, loss):
+        return {"L": L, "loss_step": steps, "steps": 1000, "steps_per_s": 100.0 + k,
+                "softmax_U": np.full((2, 6, 6), float(k)), "softmax_v": np.full((2, 6), float(k)),
+                "softmax_loss": loss}
+
+    early_low = np.ones((2, 20))
+    early_low[:, :18] = 0.1            # lowest early, ends at 1.0 on both lengths
+    a = np.full((2, 20), 0.5)          # 0.5 at L = 10 ...
+    a[1, -2:] = [0.3, 0.5]             # ... 0.4 at L = 20
+    b = np.full((2, 20), 0.45)         # 0.45 on both lengths
+    out = c5.best_of_restarts([job(0, early_low), job(1, a), job(2, b)], ["softmax"], 0.1)
+    assert out["softmax_restart"].tolist() == [2, 1]
+    assert out["softmax_U"][:, 0, 0].tolist() == [2.0, 1.0]
+    assert out["softmax_v"][:, 0].tolist() == [2.0, 1.0]
+    np.testing.assert_array_equal(out["softmax_loss"][0], b[0])
+    np.testing.assert_array_equal(out["softmax_loss"][1], a[1])
+    np.testing.assert_allclose(out["softmax_end_loss"], [[1.0, 1.0], [0.5, 0.4], [0.45, 0.45]])
+    with pytest.raises(ValueError, match="share"):
+        c5.best_of_restarts([job(0, a), {**job(1, a), "L": np.array([10, 30])}], ["softmax"], 0.1)
+
+
+def test_train_run_restarts_keep_the_lone_run_of_lowest_end_loss(tmp_path):
+    """With restarts, each (model, L) run is bit-identical to a lone training from the init_seed
+    it reports, and that seed's mean loss over the last half of the log is the lowest of the
+    restarts (recomputed here from lone runs); each restart has its own checkpoint."""
+    cfg = dict(d=5, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
+               parametrisation="qkvo", models=["softmax", "linear"], seed=3, init_seed=4, steps=40,
+               batch=8, optimizer={"name": "adam", "lr": 3e-2}, streams="shared", log_every=10,
+               chunk=20, sample_dtype="float32", restarts=3, restart_select_frac=0.5)
+    ck = tmp_path / "L.npz"
+    job = c5.train_run(cfg, [6, 11], checkpoint=ck)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["L.npz", "L.r1.npz", "L.r2.npz"]
+    lone = {s: c5.train_run({**cfg, "init_seed": s, "restarts": 1}, [6, 11]) for s in (4, 5, 6)}
+    for m in cfg["models"]:
+        for i in range(2):
+            ends = {s: lone[s][f"{m}_loss"][i][2:].mean() for s in lone}
+            s = int(job[f"{m}_init_seed"][i])
+            assert s == min(ends, key=ends.get)
+            for k in ("U", "v", "loss"):
+                np.testing.assert_array_equal(job[f"{m}_{k}"][i], lone[s][f"{m}_{k}"][i])
+    again = c5.train_run(cfg, [6, 11], checkpoint=ck)  # every restart resumes at its end
+    np.testing.assert_array_equal(again["softmax_U"], job["softmax_U"])

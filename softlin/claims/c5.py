@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .. import online
@@ -27,32 +29,78 @@ def optimizer_of(cfg: dict) -> online.Optimizer:
                             float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]))
 
 
+def restart_checkpoint(checkpoint, i: int):
+    """Checkpoint path of restart ``i`` (restart 0 keeps the job's own path)."""
+    if checkpoint is None or i == 0:
+        return checkpoint
+    root, ext = os.path.splitext(str(checkpoint))
+    return f"{root}.r{i}{ext}"
+
+
 def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
     """Online training of every model at each prompt length of ``Ls`` (one compiled program, one
-    batch stream); flat numpy arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``,
-    ``_loss``, ``_raw{i}``, leading axis over ``Ls``)."""
-    out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
-                       seed=cfg["seed"], init_seed=cfg["init_seed"], steps=cfg["steps"],
-                       batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
-                       log_every=cfg["log_every"], chunk=cfg["chunk"],
-                       sample_dtype=cfg["sample_dtype"], checkpoint=checkpoint,
-                       code_version=code_version, progress=progress)
-    arrays = {"L": out["L"], "loss_step": out["loss_step"], "steps": out["step"],
-              "steps_per_s": out["steps_per_s"]}
-    for m in cfg["models"]:
-        r = out[m]
-        arrays.update({f"{m}_U": r["uv"].U, f"{m}_v": r["uv"].v, f"{m}_loss": r["loss"],
-                       **{f"{m}_raw{i}": np.asarray(x)
-                          for i, x in enumerate(jax.tree.leaves(r["params"]))}})
-    return arrays
+    batch stream), once per restart (``init_seed + i``, ``i < restarts``, each with its own
+    checkpoint), keeping per (model, L) the restart of lowest end loss (:func:`best_of_restarts`);
+    flat numpy arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``, ``_loss``,
+    ``_raw{i}``, ``_init_seed``, leading axis over ``Ls``; ``_end_loss`` (restarts, len(Ls)))."""
+    jobs = []
+    for i in range(int(cfg["restarts"])):
+        seed = int(cfg["init_seed"]) + i
+        tag = (lambda msg, s=seed: progress(f"init_seed {s}: {msg}")) if progress else None
+        out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
+                           seed=cfg["seed"], init_seed=seed, steps=cfg["steps"],
+                           batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
+                           log_every=cfg["log_every"], chunk=cfg["chunk"],
+                           sample_dtype=cfg["sample_dtype"], checkpoint=restart_checkpoint(checkpoint, i),
+                           code_version=code_version, progress=tag)
+        arrays = {"L": out["L"], "loss_step": out["loss_step"], "steps": out["step"],
+                  "steps_per_s": out["steps_per_s"]}
+        for m in cfg["models"]:
+            r = out[m]
+            arrays.update({f"{m}_U": r["uv"].U, f"{m}_v": r["uv"].v, f"{m}_loss": r["loss"],
+                           f"{m}_init_seed": np.full(len(out["L"]), seed),
+                           **{f"{m}_raw{k}": np.asarray(x)
+                              for k, x in enumerate(jax.tree.leaves(r["params"]))}})
+        jobs.append(arrays)
+    return best_of_restarts(jobs, cfg["models"], float(cfg["restart_select_frac"]))
 
 
 def split_runs(job: dict, models) -> dict:
-    """A training job's arrays (:func:`train_run`, read back) -> ``{(model, L): that run's arrays}``."""
+    """A training job's arrays (:func:`train_run`, read back) -> ``{(model, L): that run's arrays}``
+    (``init_seed``: the restart kept; None in jobs written before restarts existed)."""
     out = {}
     for m in models:
         for i, L in enumerate(job["L"]):
             out[m, int(L)] = {"U": job[f"{m}_U"][i], "v": job[f"{m}_v"][i],
                               "loss": job[f"{m}_loss"][i], "loss_step": job["loss_step"],
+                              "init_seed": int(job[f"{m}_init_seed"][i]) if f"{m}_init_seed" in job else None,
                               "steps_per_s": float(job["steps_per_s"])}
+    return out
+
+
+def end_loss(loss, frac: float):
+    """Mean logged training loss over the last ``frac`` of the windows (at least one); (..., n_logs) -> (...)."""
+    loss = np.asarray(loss)
+    k = max(1, int(round(frac * loss.shape[-1])))
+    return loss[..., -k:].mean(axis=-1)
+
+
+def best_of_restarts(jobs: list, models, frac: float) -> dict:
+    """Random restarts selected on training data only: for each (model, L), the arrays of the job
+    (one per initialisation, same stream and lengths) whose :func:`end_loss` is lowest.  Adds
+    ``{model}_restart`` (len(L),), the chosen job's index, and ``{model}_end_loss`` (n_jobs, len(L))."""
+    first = jobs[0]
+    for j in jobs[1:]:
+        if not (np.array_equal(j["L"], first["L"]) and np.array_equal(j["loss_step"], first["loss_step"])):
+            raise ValueError("restarts must share their prompt lengths and logging steps")
+    out = {k: first[k] for k in ("L", "loss_step", "steps")}
+    out["steps_per_s"] = float(np.mean([float(j["steps_per_s"]) for j in jobs]))
+    for m in models:
+        ends = np.stack([end_loss(j[f"{m}_loss"], frac) for j in jobs])
+        pick = np.argmin(ends, axis=0)
+        for k in first:
+            if k.startswith(f"{m}_"):
+                stack = np.stack([np.asarray(j[k]) for j in jobs])
+                out[k] = stack[pick, np.arange(len(pick))]
+        out[f"{m}_restart"], out[f"{m}_end_loss"] = pick, ends
     return out

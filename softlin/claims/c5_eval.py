@@ -235,8 +235,9 @@ def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
     return out
 
 
-def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
-    """Metrics of the predeclared criteria (see config ``c5.criteria``)."""
+def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict, init_seeds: dict | None = None) -> dict:
+    """Metrics of the predeclared criteria (see config ``c5.criteria``); ``init_seeds``: the
+    restart each run (``softmax_L10``, ...) was kept from, copied into its convergence entry."""
     Ls = np.array([r["L"] for r in rows])
     noise = cfg["noise_var"]
     third = max(1, len(Ls) // 3)
@@ -258,6 +259,8 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict) -> dict:
         m, L = k.split("_L")
         r = by_L[int(L)]
         runs[k] = run_convergence(v, loss_step, cfg["convergence"], r[f"R_{m}"], r[f"R_{m}_ref"])
+        if init_seeds is not None:
+            runs[k]["init_seed"] = init_seeds[k]
     bad = sorted(k for k, r in runs.items() if not r["converged"])
     drops = {k: r["rel_drop_end"] for k, r in runs.items()}
     out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),

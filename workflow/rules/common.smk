@@ -219,8 +219,9 @@ def claim_setting(claim, name):
 
 
 C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "sample_dtype")
-C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed", "steps", "batch",
-                                "optimizer", "streams", "log_every", "chunk")
+C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed", "restarts",
+                                "restart_select_frac", "steps", "batch", "optimizer", "streams",
+                                "log_every", "chunk")
 
 
 def _c5_section(keys):
@@ -272,7 +273,7 @@ def c5_runtime_min(Ls):
     """Minutes a c5_train job may take: 1.5 x the CPU prediction on the job's threads +
     compilation; on a GPU far less."""
     c5 = config["c5"]
-    return 5 + int(1.5 * c5["steps"] * c5_step_seconds(Ls) / c5["threads"] / 60)
+    return 5 + int(1.5 * c5["restarts"] * c5["steps"] * c5_step_seconds(Ls) / c5["threads"] / 60)
 
 
 def c5_mem_mb(Ls):
@@ -284,7 +285,8 @@ def c5_protocol():
     """What the figure and the verdict print about the run."""
     c5 = config["c5"]
     keys = ("d", "kms_rho", "noise_var", "covariance_mode", "parametrisation", "batch", "optimizer",
-            "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every", "description")
+            "restarts", "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every",
+            "description")
     out = {k: c5[k] for k in keys}
     out["n_test"] = c5["eval"]["n_test"]
     out["convergence"] = dict(c5["convergence"])

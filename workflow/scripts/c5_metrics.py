@@ -23,7 +23,8 @@ stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]
 rows = c5_eval.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
-metrics = c5_eval.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg)
+metrics = c5_eval.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg,
+                            {f"{m}_L{L}": runs[m, L]["init_seed"] for (m, L) in runs})
 metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
                           for (m, L), k in zip(runs, losses)}
 metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}
