@@ -144,7 +144,7 @@ def as_uv(p) -> Params:
 
 # --------------------------------------------------------------------------- losses from a step's moments
 @jax.custom_vjp
-def softmax_output(U, v, m1, m2, zq):
+def softmax_from_moments(U, v, m1, m2, zq):
     """Softmax attention's prediction ``f = v^T E_p[z]`` from the moments at ``(U, v)``; (n,).
 
     ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]`` (n, D) must be those of ``(U, v)``; the gradient is
@@ -153,24 +153,24 @@ def softmax_output(U, v, m1, m2, zq):
     return m1 @ v
 
 
-def _softmax_output_fwd(U, v, m1, m2, zq):
+def _softmax_from_moments_fwd(U, v, m1, m2, zq):
     f = m1 @ v
     return f, (f, m1, m2, zq)
 
 
-def _softmax_output_bwd(res, ct):
+def _softmax_from_moments_bwd(res, ct):
     f, m1, m2, zq = res
     gU = jnp.einsum("n,ni,nj->ij", ct, m2 - f[:, None] * m1, zq)
     return gU, ct @ m1, jnp.zeros_like(m1), jnp.zeros_like(m2), jnp.zeros_like(zq)
 
 
-softmax_output.defvjp(_softmax_output_fwd, _softmax_output_bwd)
+softmax_from_moments.defvjp(_softmax_from_moments_fwd, _softmax_from_moments_bwd)
 
 
 def softmax_mse(p, m1, m2, zq, yq):
     """Mean squared error ``mean_n (f_n - y_q,n)^2`` of softmax attention (the authors' loss)."""
     uv = as_uv(p)
-    return jnp.mean((softmax_output(uv.U, uv.v, m1, m2, zq) - yq) ** 2)
+    return jnp.mean((softmax_from_moments(uv.U, uv.v, m1, m2, zq) - yq) ** 2)
 
 
 def linear_output(uv: Params, G, zq):

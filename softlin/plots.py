@@ -5,6 +5,7 @@ handed over by the figure rules), as is the note a title ends with (:func:`prese
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import matplotlib
@@ -26,8 +27,10 @@ def save(fig, png, pdf=None) -> None:
 
 def preset_note(preset: str, description: str, width: int = 130) -> str:
     """The lines a figure title ends with: the preset's name and what it is, as its config says
-    (the ``description`` of ``config/config.yaml`` or of ``config/presets/NAME.yaml``), wrapped."""
-    return "\n" + "\n".join(textwrap.wrap(f"[preset '{preset}': {description}]", width))
+    (the ``description`` of ``config/config.yaml`` or of ``config/presets/NAME.yaml``), wrapped
+    (never inside a number written with thin groups, ``40 000``)."""
+    text = re.sub(r"(?<=\d) (?=\d{3}\b)", "\u00a0", f"[preset '{preset}': {description}]")
+    return "\n" + "\n".join(textwrap.wrap(text, width))
 
 
 def suptitle(fig, text: str, fontsize: float = 10) -> None:
@@ -248,8 +251,9 @@ def _c5_title(protocol: dict, note: str) -> str:
         + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "")
     head = (f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, "
             f"noise {protocol['noise_var']}, {protocol['parametrisation']}, covariance "
-            f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps, "
-            f"{protocol['streams']} stream, {protocol['n_test']} test prompts")
+            f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps"
+            + (f" (best of {protocol['restarts']} inits)" if protocol.get("restarts", 1) > 1 else "")
+            + f", {protocol['streams']} stream, {protocol['n_test']} test prompts")
     if protocol.get("deviation"):
         head += f"\nDEVIATION FROM THE PAPER: {protocol['deviation']}"
     if protocol.get("scaled_down"):
