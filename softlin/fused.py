@@ -75,14 +75,19 @@ def _run(cmd: list[str]) -> None:
 
 
 def _build() -> Path:
-    """Compile the kernels into the cache (keyed by sources, flags, jaxlib version, CPU); return
+    """Compile the kernels into the cache (keyed by sources, flags, jaxlib version, CPU, not by
+    where the repository lies); return
     the .so.  Compile and link are separate steps (see :func:`compile_flags`); the temporary
     names carry host, PID and a random part, so builders sharing a cache over NFS never collide."""
     import jaxlib
 
     cxx = os.environ.get("CXX", "g++")
     blob = b"".join((_CSRC / f).read_bytes() for f in (*_SOURCES, *_HEADERS))
-    key = hashlib.sha256(blob + " ".join([cxx, *_flags(), jaxlib.__version__, sys.platform,
+    # the key names the include directories, not their paths: a copy of the repository (the test
+    # suite's, a second clone) reuses the build (their contents: the sources above, jaxlib's version)
+    where = {str(_CSRC): "<csrc>", jax.ffi.include_dir(): "<jax-ffi-include>"}
+    flags = [where.get(f, f) for f in _flags()]
+    key = hashlib.sha256(blob + " ".join([cxx, *flags, jaxlib.__version__, sys.platform,
                                           _cpu_id()]).encode()).hexdigest()[:16]
     out = _cache_dir() / f"softlin_kernels-{key}.so"
     if not out.exists():

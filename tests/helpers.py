@@ -72,11 +72,28 @@ def copy_repo(dst: Path) -> Path:
     return dst
 
 
+def smk_start(cwd, *args, stdout=subprocess.PIPE) -> subprocess.Popen:
+    """``snakemake --cores 2 ARGS`` started in ``cwd`` with the copy's package first on the path
+    (``stdout``: a file for a run nobody reads while it works, with stderr folded into it)."""
+    env = dict(os.environ, PYTHONPATH=str(cwd))
+    return subprocess.Popen([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env, stdout=stdout,
+                            stderr=subprocess.STDOUT if stdout is not subprocess.PIPE else subprocess.PIPE,
+                            text=True)
+
+
+def smk_wait(proc: subprocess.Popen, args, check=True, timeout=900) -> subprocess.CompletedProcess:
+    """Wait for :func:`smk_start`'s process; raise with its output's tail if it failed."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out or "", err or "")
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
 def smk(cwd, *args, check=True, timeout=900):
     """``snakemake --cores 2 ARGS`` in ``cwd`` with the copy's package first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(cwd))
-    proc = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
+    return smk_wait(smk_start(cwd, *args), args, check=check, timeout=timeout)

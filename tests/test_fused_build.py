@@ -53,3 +53,28 @@ def test_entry_point_checks_parameter_shapes():
         fused.softmax_moments(jnp.ones((3, 3)), jnp.ones(4), zT, zq, 5)
     with pytest.raises(Exception, match="U must be"):
         fused.softmax_moments(jnp.ones((4, 4)), jnp.ones(3), zT, zq, 5)
+
+
+def test_a_copy_of_the_repository_reuses_the_build(tmp_path, monkeypatch):
+    """The build cache's key does not depend on where the sources lie (every copy of the
+    repository, e.g. the test suite's, used to recompile the kernel, ~20 s of g++), but it does
+    depend on their contents.  The compiler is replaced by a recorder that writes empty files."""
+    import shutil
+    from pathlib import Path
+
+    calls = []
+
+    def fake_run(cmd):
+        calls.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")
+
+    monkeypatch.setenv("SOFTLIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fused, "_run", fake_run)
+    first = fused._build()
+    assert len(calls) == len(fused._SOURCES) + 1      # compile each source, then link
+    copy = tmp_path / "elsewhere" / "csrc"
+    shutil.copytree(fused._CSRC, copy)
+    monkeypatch.setattr(fused, "_CSRC", copy)
+    assert fused._build() == first and len(calls) == len(fused._SOURCES) + 1   # no new build
+    (copy / fused._HEADERS[0]).write_text((copy / fused._HEADERS[0]).read_text() + "\n// edited\n")
+    assert fused._build() != first and len(calls) == 2 * (len(fused._SOURCES) + 1)

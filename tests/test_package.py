@@ -84,7 +84,7 @@ def test_preset_note_wraps_between_words_never_inside_a_number():
     """A figure's preset note keeps '40 000' on one line wherever the wrap falls."""
     from softlin.plots import preset_note
 
-    desc = "candidate converged variant, the same task and models" + " with Adam (lr 1e-1, cosine decay, 40 000 steps) instead of SGD"
+    desc = "candidate converged variant, the same task and models with Adam (lr 1e-1, cosine decay, 40 000 steps) instead of SGD"
     for width in range(40, 110):
         lines = preset_note("default", desc, width).strip("\n").split("\n")
         assert all(len(line) <= width for line in lines)
