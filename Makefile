@@ -11,13 +11,14 @@ ARGS   ?=
 
 # uv (pinned in constraints.txt) installs the same pins in ~20 s where pip takes ~2 min; pip is
 # the fallback where uv cannot be installed or cannot reach the index.
+DEV := ".[workflow,dev]"
 INSTALL = $(BIN)/pip install --quiet -c constraints.txt uv && \
           $(BIN)/uv pip install --quiet --python $(BIN)/python -c constraints.txt $(1) || \
           $(BIN)/pip install --quiet -c constraints.txt $(1)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(call INSTALL,-e ".[workflow,dev]")
+	$(call INSTALL,-e $(DEV))
 	$(BIN)/python -m softlin.fused
 	touch $(STAMP)
 
