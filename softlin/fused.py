@@ -24,6 +24,7 @@ import warnings
 from pathlib import Path
 
 from ._jax import jax, jnp
+from .io import exclusive
 
 _CSRC = Path(__file__).with_name("csrc")
 _SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
@@ -90,19 +91,26 @@ def _build() -> Path:
     key = hashlib.sha256(blob + " ".join([cxx, *flags, jaxlib.__version__, sys.platform,
                                           _cpu_id()]).encode()).hexdigest()[:16]
     out = _cache_dir() / f"softlin_kernels-{key}.so"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="softlin-build-") as tmpdir:
-            objs = []
-            for src in _SOURCES:
-                obj = Path(tmpdir) / f"{Path(src).stem}.o"
-                _run([cxx, *compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
-                objs.append(str(obj))
-            tmp = out.with_name(f"{out.name}.{socket.gethostname()}.{os.getpid()}."
-                                f"{uuid.uuid4().hex[:8]}.tmp")
-            _run([cxx, *objs, *link_flags(), "-o", str(tmp)])
-            tmp.replace(out)
+    if out.exists():
+        return out
+    with exclusive(out.with_name(out.name + ".lock")):  # jobs started at once build it once
+        if not out.exists():
+            _compile(cxx, out)
     return out
+
+
+def _compile(cxx: str, out: Path) -> None:
+    """Compile and link the library to ``out`` (through a uniquely named temporary file)."""
+    with tempfile.TemporaryDirectory(prefix="softlin-build-") as tmpdir:
+        objs = []
+        for src in _SOURCES:
+            obj = Path(tmpdir) / f"{Path(src).stem}.o"
+            _run([cxx, *compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
+            objs.append(str(obj))
+        tmp = out.with_name(f"{out.name}.{socket.gethostname()}.{os.getpid()}."
+                            f"{uuid.uuid4().hex[:8]}.tmp")
+        _run([cxx, *objs, *link_flags(), "-o", str(tmp)])
+        tmp.replace(out)
 
 
 def available() -> bool:

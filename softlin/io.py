@@ -1,7 +1,9 @@
-"""Atomic file output (a temporary file, then a rename): an interrupted job leaves no partial file."""
+"""Atomic file output (a temporary file, then a rename): an interrupted job leaves no partial file;
+an exclusive lock for caches that several processes may fill at once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -34,6 +36,31 @@ def write_text(path, text: str) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def exclusive(path):
+    """Hold an exclusive advisory lock on ``path`` (created if needed) for the ``with`` block.
+
+    For caches filled on first use (the sympy derivations, the C++ kernel): processes started at
+    once on an empty cache (the jobs of a fresh workflow run) wait for the first one instead of
+    each redoing its work.  Where locking is not supported the block runs unlocked.
+    """
+    import fcntl
+
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "a")
+    except OSError:
+        yield
+        return
+    with fh:
+        try:
+            fcntl.lockf(fh, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 def save_json(path, obj) -> None:

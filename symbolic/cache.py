@@ -13,6 +13,8 @@ from pathlib import Path
 
 import sympy as sp
 
+from softlin.io import exclusive
+
 
 def cache_dir() -> str:
     """$SOFTLIN_SYMBOLIC_CACHE, else ~/.cache/softlin-symbolic."""
@@ -39,16 +41,33 @@ def _path(did: str, version: str) -> str:
     return os.path.join(cache_dir(), f"{did}-{key}.pkl")
 
 
-def cached_call(did: str, version: str, fn, fresh: bool = False):
-    """Return fn() from the cache, computing and storing it on a miss (or when fresh)."""
-    path = _path(did, version)
-    if not fresh and os.path.exists(path):
+def _load(path: str):
+    """The cached value, or None when absent, corrupt or incompatible."""
+    if os.path.exists(path):
         try:
             with open(path, "rb") as fh:
-                return pickle.load(fh)
+                return (pickle.load(fh),)
         except Exception:  # corrupt / incompatible entry: recompute
             pass
-    out = fn()
+    return None
+
+
+def cached_call(did: str, version: str, fn, fresh: bool = False):
+    """Return fn() from the cache, computing and storing it on a miss (or when fresh).  A miss is
+    computed under a lock: processes missing the same entry at once wait for the first one."""
+    path = _path(did, version)
+    got = None if fresh else _load(path)
+    if got is not None:
+        return got[0]
+    with exclusive(f"{path}.lock"):
+        got = None if fresh else _load(path)
+        if got is not None:
+            return got[0]
+        return _store(path, fn())
+
+
+def _store(path: str, out):
+    """Write ``out`` to the cache atomically (a failed write only loses the caching); return it."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"

@@ -546,3 +546,23 @@ def test_cache_hit_and_invalidation_on_source_change(tmp_path, monkeypatch):
     assert cache.cached_call("Sx", "1", derive) == {"n": 1} and len(calls) == 1
     monkeypatch.setattr(cache, "source_digest", lambda: "edited")
     assert cache.cached_call("Sx", "1", derive) == {"n": 2}
+
+
+def test_processes_missing_one_cache_entry_at_once_compute_it_once(tmp_path):
+    """Three processes started together on an empty cache (the jobs of a fresh workflow run): the
+    derivation runs once, under the entry's lock, and every process gets its value."""
+    script = (
+        "import time, pathlib\n"
+        "from symbolic import cache\n"
+        f"log = pathlib.Path({str(tmp_path / 'calls')!r})\n"
+        "def slow():\n"
+        "    with open(log, 'a') as fh: fh.write('x')\n"
+        "    time.sleep(1.0)\n"
+        "    return {'value': 42}\n"
+        "print(cache.cached_call('TEST', 'v1', slow)['value'])\n")
+    env = {**os.environ, "SOFTLIN_SYMBOLIC_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outs == ["42"] * 3 and all(p.returncode == 0 for p in procs)
+    assert (tmp_path / "calls").read_text() == "x"
