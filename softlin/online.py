@@ -187,7 +187,8 @@ def linear_mse(p, G, zq, yq):
 class Optimizer(NamedTuple):
     """Static optimiser settings (torch semantics).  ``sgd``: ``b <- momentum b + g``,
     ``p <- p - lr_t b``; ``adam``: torch.optim.Adam (bias-corrected moments, ``eps`` outside the
-    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``)."""
+    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``),
+    times ``min(1, (t + 1) / warmup)`` when ``warmup`` > 0 (a linear warm-up over its first steps)."""
 
     name: str = "sgd"
     lr: float = 1e-3
@@ -197,6 +198,7 @@ class Optimizer(NamedTuple):
     eps: float = 1e-8
     schedule: str = "constant"
     steps: int = 1
+    warmup: int = 0
 
 
 class OptState(NamedTuple):
@@ -211,9 +213,12 @@ def opt_init(p) -> OptState:
 
 def learning_rate(opt: Optimizer, step):
     """``lr_t`` at (0-based) ``step``."""
+    lr = jnp.asarray(opt.lr, jnp.float64)
     if opt.schedule == "cosine":
-        return opt.lr * 0.5 * (1.0 + jnp.cos(jnp.pi * step / opt.steps))
-    return jnp.asarray(opt.lr, jnp.float64)
+        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * step / opt.steps))
+    if opt.warmup > 0:
+        lr = lr * jnp.minimum(1.0, (step + 1) / opt.warmup)
+    return lr
 
 
 def opt_update(opt: Optimizer, p, g, s: OptState, step):

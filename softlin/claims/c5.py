@@ -26,7 +26,8 @@ def optimizer_of(cfg: dict) -> online.Optimizer:
     o = cfg["optimizer"]
     return online.Optimizer(o["name"], float(o["lr"]), float(o.get("momentum", 0.0)),
                             float(o.get("beta1", 0.9)), float(o.get("beta2", 0.999)),
-                            float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]))
+                            float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]),
+                            int(o.get("warmup", 0)))
 
 
 def restart_checkpoint(checkpoint, i: int):
