@@ -240,7 +240,8 @@ def opt_update(opt: Optimizer, p, g, s: OptState, step):
 # --------------------------------------------------------------------------- the compiled loop
 class Setup(NamedTuple):
     """Static settings of one training program (hashable: a jit static argument).  ``soft`` and
-    ``lin`` are the prompt lengths of the softmax and linear runs (ascending)."""
+    ``lin`` are the prompt lengths of the softmax and linear runs (ascending within each restart,
+    restarts one after the other)."""
 
     soft: tuple
     lin: tuple
@@ -287,14 +288,16 @@ def losses_and_grads(params: dict, step, law: stream.Law, setup: Setup):
         ps = _take(params["softmax"], si) if si else None
         uv = jax.vmap(as_uv)(ps) if si else Params(jnp.zeros((0, law.d + 1, law.d + 1)),
                                                    jnp.zeros((0, law.d + 1)))
+        lin_L = sorted({setup.lin[i] for i in li})  # restarts share a length's prompt moments
         data = stream.step_data(law, stream.stream_key(setup.seed, sid), step, setup.batch,
-                                uv.U, uv.v, [setup.soft[i] for i in si], [setup.lin[i] for i in li],
-                                setup.f64)
+                                uv.U, uv.v, [setup.soft[i] for i in si], lin_L, setup.f64)
         if si:
             v, g = vg_soft(ps, data.m1, data.m2, data.zq, data.yq)
             soft_v.append(v), soft_g.append(g), so.append(si)
         if li:
-            v, g = vg_lin(_take(params["linear"], li), data.G, data.zq, data.yq)
+            pos = [lin_L.index(setup.lin[i]) for i in li]
+            G = data.G if pos == list(range(len(lin_L))) else data.G[np.asarray(pos)]
+            v, g = vg_lin(_take(params["linear"], li), G, data.zq, data.yq)
             lin_v.append(v), lin_g.append(g), lo.append(li)
     out_v, out_g = {}, {}
     if so:
@@ -365,13 +368,16 @@ def _eta(seconds: float) -> str:
 
 
 def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "qkvo", seed: int = 0,
-          init_seed: int = 0, steps: int, batch: int = 128, optimizer: Optimizer | None = None,
+          init_seed: int = 0, restarts: int = 1, steps: int, batch: int = 128, optimizer: Optimizer | None = None,
           streams: str = "shared", log_every: int, chunk: int,
           sample_dtype: str = "float32", checkpoint=None, code_version: str = "", progress=None,
           stop_after_chunks: int | None = None) -> dict:
-    """Online training of each model in ``models`` at each prompt length in ``Ls`` (one program).
+    """Online training of each model in ``models`` at each prompt length in ``Ls`` (one program),
+    from each initialisation ``init_seed + r``, ``r < restarts`` (random restarts: more runs on the
+    same batches, which are drawn once per step for all of them).
 
-    Returns ``{model: {"params", "uv", "loss"}}`` (leading axis over ``Ls``; ``loss`` (len(Ls),
+    Returns ``{model: {"params", "uv", "loss"}}`` (leading axis over (restart, L), restart-major:
+    run ``r len(Ls) + j`` is restart ``r`` at ``Ls[j]``; ``loss`` (restarts len(Ls),
     steps / log_every), the mean batch loss of each logged window) and ``loss_step`` (the last step
     of each window), ``step``, ``steps_per_s`` (joint steps of all runs per second, compilation
     excluded).  A checkpoint is resumed only if it was written with the same settings and
@@ -394,17 +400,20 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
     # on an accelerator the loop's per-iteration overhead dominates: unroll (CPU: no gain, longer compiles)
     unroll = 1 if jax.default_backend() == "cpu" else math.gcd(int(log_every), 10)
     unroll = int(os.environ.get("SOFTLIN_UNROLL", unroll))  # 1: quicker compile for short runs
-    setup = Setup(Ls if "softmax" in models else (), Ls if "linear" in models else (), int(batch),
+    if restarts < 1:
+        raise ValueError(f"restarts must be >= 1, got {restarts}")
+    runs = Ls * int(restarts)
+    setup = Setup(runs if "softmax" in models else (), runs if "linear" in models else (), int(batch),
                   int(log_every), sample_dtype == "float64", streams, int(seed), opt, unroll)
-    p0 = init_params(parametrisation, init_seed, task.d)
-    params = {m: _stack([p0] * len(Ls)) for m in models}
+    p0 = [init_params(parametrisation, init_seed + r, task.d) for r in range(int(restarts))]
+    params = {m: _stack([p for p in p0 for _ in Ls]) for m in models}
     state = State(params, {m: opt_init(params[m]) for m in models}, jnp.asarray(0, jnp.int64))
     law = task.law()
     fp = fingerprint(task=[task.d, task.root_prompt.tolist(), task.root_query.tolist(),
                            task.noise_var, task.w_var], parametrisation=parametrisation,
-                     init_seed=init_seed, setup=setup._replace(opt=opt._asdict(), unroll=None), chunk=chunk,
-                     code_version=code_version)
-    losses = {m: np.zeros((len(Ls), 0)) for m in models}
+                     init_seed=init_seed, restarts=int(restarts),
+                     setup=setup._replace(opt=opt._asdict(), unroll=None), chunk=chunk, code_version=code_version)
+    losses = {m: np.zeros((len(runs), 0)) for m in models}
     if checkpoint is not None:
         got = load_checkpoint(checkpoint, state, fp)
         if got is not None and int(got[0].step) <= steps:
@@ -428,8 +437,9 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
         if progress:
             step = int(state.step)
             rate = n_run / t_run if n_run else chunk / dt
-            last = "; ".join(f"{m} " + " ".join(f"L{L}:{x:.4g}" for L, x in zip(Ls, lg[m][:, -1]))
-                             for m in models)
+            last = "; ".join(f"{m} " + " ".join(
+                f"L{L}:" + "/".join(f"{x:.4g}" for x in lg[m][j::len(Ls), -1]) for j, L in enumerate(Ls))
+                for m in models)
             progress(f"step {step}/{steps} ({rate:.1f} steps/s, ETA {_eta((steps - step) / rate)}): "
                      f"loss {last}")
         if stop_after_chunks is not None and done_chunks >= stop_after_chunks:

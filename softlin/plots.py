@@ -248,7 +248,8 @@ def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf)
 def _c5_title(protocol: dict, note: str) -> str:
     opt = protocol["optimizer"]
     o = f"{opt['name']} lr {opt['lr']:g}" + (f" momentum {opt['momentum']:g}" if opt.get("momentum") else "") \
-        + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "")
+        + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "") \
+        + (f" ({opt['warmup']}-step warm-up)" if opt.get("warmup") else "")
     head = (f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, "
             f"noise {protocol['noise_var']}, {protocol['parametrisation']}, covariance "
             f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps"

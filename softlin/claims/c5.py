@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .. import online
@@ -30,37 +28,29 @@ def optimizer_of(cfg: dict) -> online.Optimizer:
                             int(o.get("warmup", 0)))
 
 
-def restart_checkpoint(checkpoint, i: int):
-    """Checkpoint path of restart ``i`` (restart 0 keeps the job's own path)."""
-    if checkpoint is None or i == 0:
-        return checkpoint
-    root, ext = os.path.splitext(str(checkpoint))
-    return f"{root}.r{i}{ext}"
-
-
 def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
-    """Online training of every model at each prompt length of ``Ls`` (one compiled program, one
-    batch stream), once per restart (``init_seed + i``, ``i < restarts``, each with its own
-    checkpoint), keeping per (model, L) the restart of lowest end loss (:func:`best_of_restarts`);
-    flat numpy arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``, ``_loss``,
-    ``_raw{i}``, ``_init_seed``, leading axis over ``Ls``; ``_end_loss`` (restarts, len(Ls)))."""
+    """Online training of every model at each prompt length of ``Ls`` from each initialisation
+    ``init_seed + i``, ``i < restarts`` (one compiled program, one batch stream, one checkpoint),
+    keeping per (model, L) the restart of lowest end loss (:func:`best_of_restarts`); flat numpy
+    arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``, ``_loss``, ``_raw{i}``,
+    ``_init_seed``, leading axis over ``Ls``; ``_end_loss`` (restarts, len(Ls)))."""
+    R = int(cfg["restarts"])
+    out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
+                       seed=cfg["seed"], init_seed=int(cfg["init_seed"]), restarts=R, steps=cfg["steps"],
+                       batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
+                       log_every=cfg["log_every"], chunk=cfg["chunk"], sample_dtype=cfg["sample_dtype"],
+                       checkpoint=checkpoint, code_version=code_version, progress=progress)
+    n = len(out["L"])
     jobs = []
-    for i in range(int(cfg["restarts"])):
-        seed = int(cfg["init_seed"]) + i
-        tag = (lambda msg, s=seed: progress(f"init_seed {s}: {msg}")) if progress else None
-        out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
-                           seed=cfg["seed"], init_seed=seed, steps=cfg["steps"],
-                           batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
-                           log_every=cfg["log_every"], chunk=cfg["chunk"],
-                           sample_dtype=cfg["sample_dtype"], checkpoint=restart_checkpoint(checkpoint, i),
-                           code_version=code_version, progress=tag)
+    for i in range(R):
+        rows = slice(i * n, (i + 1) * n)
         arrays = {"L": out["L"], "loss_step": out["loss_step"], "steps": out["step"],
                   "steps_per_s": out["steps_per_s"]}
         for m in cfg["models"]:
             r = out[m]
-            arrays.update({f"{m}_U": r["uv"].U, f"{m}_v": r["uv"].v, f"{m}_loss": r["loss"],
-                           f"{m}_init_seed": np.full(len(out["L"]), seed),
-                           **{f"{m}_raw{k}": np.asarray(x)
+            arrays.update({f"{m}_U": r["uv"].U[rows], f"{m}_v": r["uv"].v[rows], f"{m}_loss": r["loss"][rows],
+                           f"{m}_init_seed": np.full(n, int(cfg["init_seed"]) + i),
+                           **{f"{m}_raw{k}": np.asarray(x)[rows]
                               for k, x in enumerate(jax.tree.leaves(r["params"]))}})
         jobs.append(arrays)
     return best_of_restarts(jobs, cfg["models"], float(cfg["restart_select_frac"]))

@@ -146,6 +146,8 @@ def _check_semantics(cfg):
             raise ValueError("config key 'c5.chunk': must divide c5.steps")
         if c5["steps"] // c5["log_every"] < 30:
             raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
+        if c5["optimizer"].get("warmup", 0) >= c5["steps"]:
+            raise ValueError("config key 'c5.optimizer.warmup': must be less than c5.steps")
         if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
             raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
         if sorted(c5["models"]) != ["linear", "softmax"]:
@@ -245,11 +247,11 @@ def c5_step_seconds(Ls):
     """Predicted CPU seconds of one joint step of a group (both models, shared stream) on one
     thread, at batch 128, d = 5: drawing the batch ~6.8e-6 s per token of the longest prompt, the
     softmax moments ~1.1e-6 s per token per run, ~4 ms for everything else (bench/bench_c5.py on
-    an idle machine: 17.3 ms per step of the paper layout)."""
+    an idle machine: 17.3 ms per step of the paper layout); random restarts share the draw."""
     c5 = config["c5"]
     per_stream = 1 if c5["streams"] == "shared" else len(Ls)
     draw = 6.8e-6 * (max(Ls) if per_stream == 1 else sum(Ls))
-    return (4e-3 + draw + 1.1e-6 * sum(Ls)) * c5["batch"] / 128
+    return (draw + c5["restarts"] * (4e-3 + 1.1e-6 * sum(Ls))) * c5["batch"] / 128
 
 
 def c5_groups():
@@ -273,7 +275,7 @@ def c5_runtime_min(Ls):
     """Minutes a c5_train job may take: 1.5 x the CPU prediction on the job's threads +
     compilation; on a GPU far less."""
     c5 = config["c5"]
-    return 5 + int(1.5 * c5["restarts"] * c5["steps"] * c5_step_seconds(Ls) / c5["threads"] / 60)
+    return 5 + int(1.5 * c5["steps"] * c5_step_seconds(Ls) / c5["threads"] / 60)
 
 
 def c5_mem_mb(Ls):
