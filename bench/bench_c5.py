@@ -1,6 +1,6 @@
 """Benchmark of C5's training (not a test): joint steps/s of the whole experiment, side by side.
 
-    .venv/bin/python bench/bench_c5.py [--steps 200] [--threads 1 2] [--preset-L paper|default]
+    .venv/bin/python bench/bench_c5.py [--steps 200] [--threads 1 2] [--restarts 3]
 
 One *joint step* advances every run of the experiment by one step (38 runs for the paper: both
 models at 19 prompt lengths, one shared batch of 128 prompts).  Printed, per thread count:
@@ -9,6 +9,8 @@ models at 19 prompt lengths, one shared batch of 128 prompts).  Printed, per thr
   draw      only drawing the batch (128 prompts x 1000 tokens, C++ stream kernel), and the same
             number of standard normals from jax.random (threefry2x32, float32) for comparison;
   softmax   the C++ step without linear runs (draw + 19 softmax moment passes);
+  restarts  with --restarts R: the joint loop of R random restarts (R x 38 runs) trained in one
+            program on one batch per step, beside R programs one after the other (R x joint);
   authors   the authors' public PyTorch loop as measured on this machine (README): about 25
             CPU-core-hours for the 38 runs of 300 000 steps, i.e. 12.5 h on two cores.
 Wall and CPU seconds are both printed: on a loaded machine wall time is noisy, CPU time less so.
@@ -60,12 +62,25 @@ def child(args):
     st, _ = online.run_chunk(st, law, setup, n_logs)
     jax.block_until_ready(st)
     jw, jc = (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
+    rw = rc = float("nan")
+    if args.restarts > 1:
+        R = args.restarts
+        setup_r = setup._replace(soft=Ls * R, lin=Ls * R)
+        ps = [online.init_qkvo(r, 5) for r in range(R)]
+        params = {m: online._stack([p for p in ps for _ in Ls]) for m in online.TRAINED_MODELS}
+        sr = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+        sr, _ = online.run_chunk(sr, law, setup_r, n_logs)
+        jax.block_until_ready(sr)
+        w, c = time.perf_counter(), time.process_time()
+        sr, _ = online.run_chunk(sr, law, setup_r, n_logs)
+        jax.block_until_ready(sr)
+        rw, rc = (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
     reps = max(5, args.steps // 10)
     dw, dc = timed(draw, reps)
     nw, nc = timed(normals, reps)
     sw, sc = timed(soft, reps)
     normals_per_step = n * (max(Ls) * 6 + 11)
-    print(f"{args.threads}|{jw}|{jc}|{dw}|{dc}|{nw}|{nc}|{sw}|{sc}|{normals_per_step}", flush=True)
+    print(f"{args.threads}|{jw}|{jc}|{dw}|{dc}|{nw}|{nc}|{sw}|{sc}|{normals_per_step}|{rw}|{rc}", flush=True)
     np.asarray(0)
 
 
@@ -73,6 +88,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200, help="timed joint steps (after a warm-up chunk)")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--restarts", type=int, default=1, help="also time R random restarts in one program")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -81,16 +97,24 @@ def main():
     rows = []
     for t in args.threads:
         env = {**os.environ, "OMP_NUM_THREADS": str(t)}
-        out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps)],
+        out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(args.steps),
+                              "--restarts", str(args.restarts)],
                              env=env, capture_output=True, text=True, check=True).stdout
         rows.append([float(x) for x in out.strip().splitlines()[-1].split("|")])
     print(f"C5 paper layout: 38 runs (softmax + linear at L = {PAPER_L[0]}..{PAPER_L[-1]}, 19 lengths), "
           f"batch 128, d = 5, one shared batch per joint step")
     print(f"{'threads':>7} | {'joint steps/s':>13} | {'CPU ms/step':>11} | {'300k steps':>10} | "
           f"{'draw ms':>7} | {'ours Mnormal/s':>14} | {'jax.random Mnormal/s':>20} | {'draw+softmax ms':>15}")
-    for t, jw, jc, dw, dc, nw, nc, sw, sc, nps in rows:
+    for t, jw, jc, dw, dc, nw, nc, sw, sc, nps, rw, rc in rows:
         print(f"{int(t):>7} | {1 / jw:>13.1f} | {1e3 * jc:>11.2f} | {300000 * jw / 60:>7.1f} min | "
               f"{1e3 * dw:>7.2f} | {nps / dw / 1e6:>14.0f} | {nps / nw / 1e6:>20.0f} | {1e3 * sw:>15.2f}")
+    if args.restarts > 1:
+        R = args.restarts
+        print(f"\n{R} random restarts of the 38 runs ({R * 38} runs), 40 000 steps (the default preset):")
+        print(f"{'threads':>7} | {'one program: ms/step':>20} | {'40k steps':>9} | {'one after another':>17} | {'40k steps':>9}")
+        for t, jw, *_, rw, rc in rows:
+            print(f"{int(t):>7} | {1e3 * rw:>20.2f} | {40000 * rw / 60:>5.1f} min | {1e3 * R * jw:>17.2f} | "
+                  f"{40000 * R * jw / 60:>5.1f} min")
     print(f"authors' PyTorch loop (measured here, per the issue): {AUTHORS_CORE_HOURS:g} CPU-core-hours "
           f"for the 38 runs, {AUTHORS_CORE_HOURS / 2:g} h on two cores = "
           f"{300000 / (AUTHORS_CORE_HOURS / 2 * 3600):.1f} joint steps/s")

@@ -158,8 +158,9 @@ def test_report_captions_come_from_the_config(dry):
     # C3a's tests from the config, as inline literals (HTML-escaped)
     assert "C3a-isotropic: <tt" in html and "n_increases_D_inf_max &lt;= 1" in html
     assert "slope_D_inf_max between" in html and "-0.35]" in html
-    # C5's optimiser as configured (the smoke preset inherits the default's): schedule and restarts
-    assert "learning rate 0.1 (cosine schedule), 600 steps, each run the best of 3 initialisations" in html
+    # C5's optimiser as configured (smoke: the default's, warm-up scaled): schedule, warm-up, restarts
+    assert ("learning rate 0.1 (cosine schedule after a linear warm-up over the first 120 steps), 600 steps, "
+            "each run the best of 3 initialisations") in html
     for claim in ("C1 - output concentration", "C2 - gradient concentration", "C3 - transfer",
                   "C4 - tractable infinite-prompt dynamics", "C5 - the paper"):
         assert f"Verdict of {claim}" in html, claim
