@@ -7,12 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from softlin.numpy_reference import sqrtm_sym as sqrtm  # the independent reference's Sigma^(1/2)
+from symbolic import export as E
+from symbolic import get, to_json, to_markdown, write_all
 
-from softlin.numpy_reference import sqrtm_sym as sqrtm  # noqa: E402  (the independent reference's Sigma^(1/2))
-from symbolic import export as E  # noqa: E402
-from symbolic import get, to_json, to_markdown, write_all  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def spd(rng, d):
@@ -516,10 +515,8 @@ def test_rendering_and_write_all(tmp_path):
 
 
 def test_cli():
-    env = {**os.environ, "PYTHONPATH": ROOT}
-
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "symbolic", *args], capture_output=True, text=True, env=env,
+    def cli(*args):  # the installed package's command line
+        return subprocess.run([sys.executable, "-m", "symbolic", *args], capture_output=True, text=True,
                               cwd=ROOT, check=True).stdout
 
     out = cli()
