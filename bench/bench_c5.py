@@ -53,7 +53,7 @@ def child(args):
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
     opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
     setup = online.Setup(Ls, Ls, n, 10, False, "shared", 2025, opt)
-    params = {m: online._stack([p0] * len(Ls)) for m in online.TRAINED_MODELS}
+    params = {m: online.stack_runs([p0] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     n_logs = max(1, args.steps // 10)
     st, _ = online.run_chunk(st, law, setup, n_logs)
@@ -67,7 +67,7 @@ def child(args):
         R = args.restarts
         setup_r = setup._replace(soft=Ls * R, lin=Ls * R)
         ps = [online.init_qkvo(r, 5) for r in range(R)]
-        params = {m: online._stack([p for p in ps for _ in Ls]) for m in online.TRAINED_MODELS}
+        params = {m: online.stack_runs([p for p in ps for _ in Ls]) for m in online.TRAINED_MODELS}
         sr = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
         sr, _ = online.run_chunk(sr, law, setup_r, n_logs)
         jax.block_until_ready(sr)

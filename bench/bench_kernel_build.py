@@ -18,7 +18,7 @@ from softlin._jax import jax
 
 def main(so: str) -> None:
     if so != "new":
-        fused._build = lambda: pathlib.Path(so)
+        fused.build = lambda: pathlib.Path(so)
         fused.TARGETS = {"softmax_moments": fused.TARGETS["softmax_moments"]}
     assert fused.available()
     tk = T.sample(777, 3, np.eye(3), 48, 2, 4096)

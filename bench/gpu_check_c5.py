@@ -24,7 +24,7 @@ np.savez(f"{out}/stream_gpu.npz", zT=np.asarray(b.zT), zq=np.asarray(b.zq), yq=n
 Ls = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, online.Optimizer("sgd", 1e-3, steps=300000))
 p0 = online.init_qkvo(0, 5)
-params = {m: online._stack([p0] * len(Ls)) for m in online.TRAINED_MODELS}
+params = {m: online.stack_runs([p0] * len(Ls)) for m in online.TRAINED_MODELS}
 st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
 t = time.perf_counter()
 st, _ = online.run_chunk(st, law, setup, 10)

@@ -27,7 +27,7 @@ from ._jax import jax, jnp
 from .io import exclusive
 
 _CSRC = Path(__file__).with_name("csrc")
-_SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
+SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
 _HEADERS = ("moments.h",)
 # FFI targets of the library: (registered name, exported handler symbol)
 TARGETS = {"softmax_moments": ("softlin_softmax_moments", "SoftmaxMoments"),
@@ -75,7 +75,7 @@ def _run(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=_BUILD_TIMEOUT_S)
 
 
-def _build() -> Path:
+def build() -> Path:
     """Compile the kernels into the cache (keyed by sources, flags, jaxlib version, CPU, not by
     where the repository lies); return
     the .so.  Compile and link are separate steps (see :func:`compile_flags`); the temporary
@@ -83,7 +83,7 @@ def _build() -> Path:
     import jaxlib
 
     cxx = os.environ.get("CXX", "g++")
-    blob = b"".join((_CSRC / f).read_bytes() for f in (*_SOURCES, *_HEADERS))
+    blob = b"".join((_CSRC / f).read_bytes() for f in (*SOURCES, *_HEADERS))
     # the key names the include directories, not their paths: a copy of the repository (the test
     # suite's, a second clone) reuses the build (their contents: the sources above, jaxlib's version)
     where = {str(_CSRC): "<csrc>", jax.ffi.include_dir(): "<jax-ffi-include>"}
@@ -103,7 +103,7 @@ def _compile(cxx: str, out: Path) -> None:
     """Compile and link the library to ``out`` (through a uniquely named temporary file)."""
     with tempfile.TemporaryDirectory(prefix="softlin-build-") as tmpdir:
         objs = []
-        for src in _SOURCES:
+        for src in SOURCES:
             obj = Path(tmpdir) / f"{Path(src).stem}.o"
             _run([cxx, *compile_flags(), "-c", str(_CSRC / src), "-o", str(obj)])
             objs.append(str(obj))
@@ -121,7 +121,7 @@ def available() -> bool:
             # idle OpenMP threads sleep instead of spinning: several jobs share a small machine
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
-                lib = ctypes.cdll.LoadLibrary(str(_build()))
+                lib = ctypes.cdll.LoadLibrary(str(build()))
                 for name, symbol in TARGETS.values():
                     jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
                                                 platform="cpu")
@@ -167,4 +167,4 @@ def softmax_moments(U, v, zT, zq, L):
 
 
 if __name__ == "__main__":  # `python -m softlin.fused`: build (or find) the kernel and say where
-    print(_build() if available() else "fused kernel unavailable: the XLA formula will be used")
+    print(build() if available() else "fused kernel unavailable: the XLA formula will be used")

@@ -330,7 +330,8 @@ def run_chunk(state: State, law: stream.Law, setup: Setup, n_logs: int):
     return st, {m: x.T for m, x in losses.items()}
 
 
-def _stack(trees):
+def stack_runs(trees):
+    """Pytrees of equal structure -> one pytree whose leaves gain a leading run axis (len(trees), ...)."""
     return jax.tree.map(lambda *x: jnp.stack(x), *trees)
 
 
@@ -406,7 +407,7 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
     setup = Setup(runs if "softmax" in models else (), runs if "linear" in models else (), int(batch),
                   int(log_every), sample_dtype == "float64", streams, int(seed), opt, unroll)
     p0 = [init_params(parametrisation, init_seed + r, task.d) for r in range(int(restarts))]
-    params = {m: _stack([p for p in p0 for _ in Ls]) for m in models}
+    params = {m: stack_runs([p for p in p0 for _ in Ls]) for m in models}
     state = State(params, {m: opt_init(params[m]) for m in models}, jnp.asarray(0, jnp.int64))
     law = task.law()
     fp = fingerprint(task=[task.d, task.root_prompt.tolist(), task.root_query.tolist(),

@@ -184,7 +184,7 @@ def test_one_step_is_sgd_on_the_step_batch(parametrisation):
     Ls, k, lr, n, seed = (7, 12, 20), 37, 1e-2, 16, 5
     p = online.init_params(parametrisation, 3, 5)
     p = jax.tree.map(lambda a: 2.0 * a, p)  # scores of order 1
-    params = {m: online._stack([p] * len(Ls)) for m in online.TRAINED_MODELS}
+    params = {m: online.stack_runs([p] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(k, jnp.int64))
     setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, online.Optimizer("sgd", lr, steps=10))
     st1, loss = online.run_chunk(st, law, setup, 1)
@@ -205,7 +205,7 @@ def test_per_L_streams():
     law = task.law()
     Ls, lr, n, seed = (6, 11), 1e-2, 8, 3
     p = online.init_params("uv", 1, 5)
-    params = {m: online._stack([p] * 2) for m in online.TRAINED_MODELS}
+    params = {m: online.stack_runs([p] * 2) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, online.Optimizer("sgd", lr, steps=10))
     _, loss = online.run_chunk(st, law, setup, 1)

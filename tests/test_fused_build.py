@@ -70,11 +70,11 @@ def test_a_copy_of_the_repository_reuses_the_build(tmp_path, monkeypatch):
 
     monkeypatch.setenv("SOFTLIN_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fused, "_run", fake_run)
-    first = fused._build()
-    assert len(calls) == len(fused._SOURCES) + 1      # compile each source, then link
+    first = fused.build()
+    assert len(calls) == len(fused.SOURCES) + 1      # compile each source, then link
     copy = tmp_path / "elsewhere" / "csrc"
     shutil.copytree(fused._CSRC, copy)
     monkeypatch.setattr(fused, "_CSRC", copy)
-    assert fused._build() == first and len(calls) == len(fused._SOURCES) + 1   # no new build
+    assert fused.build() == first and len(calls) == len(fused.SOURCES) + 1   # no new build
     (copy / fused._HEADERS[0]).write_text((copy / fused._HEADERS[0]).read_text() + "\n// edited\n")
-    assert fused._build() != first and len(calls) == 2 * (len(fused._SOURCES) + 1)
+    assert fused.build() != first and len(calls) == 2 * (len(fused.SOURCES) + 1)
