@@ -52,29 +52,24 @@ def child(args):
                                                   (n, 6, max(Ls)), jnp.float32).sum())
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
     opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
-    setup = online.Setup(Ls, Ls, n, 10, False, "shared", 2025, opt)
-    params = {m: online.stack_runs([p0] * len(Ls)) for m in online.TRAINED_MODELS}
-    st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
     n_logs = max(1, args.steps // 10)
-    st, _ = online.run_chunk(st, law, setup, n_logs)
-    jax.block_until_ready(st)
-    w, c = time.perf_counter(), time.process_time()
-    st, _ = online.run_chunk(st, law, setup, n_logs)
-    jax.block_until_ready(st)
-    jw, jc = (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
+
+    def joint(inits):
+        """Wall and CPU seconds per joint step of every run of ``Ls`` from each init (one program)."""
+        setup = online.Setup(Ls * len(inits), Ls * len(inits), n, 10, False, "shared", 2025, opt)
+        params = {m: online.stack_runs([p for p in inits for _ in Ls]) for m in online.TRAINED_MODELS}
+        st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+        st, _ = online.run_chunk(st, law, setup, n_logs)  # compilation
+        jax.block_until_ready(st)
+        w, c = time.perf_counter(), time.process_time()
+        st, _ = online.run_chunk(st, law, setup, n_logs)
+        jax.block_until_ready(st)
+        return (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
+
+    jw, jc = joint([p0])
     rw = rc = float("nan")
     if args.restarts > 1:
-        R = args.restarts
-        setup_r = setup._replace(soft=Ls * R, lin=Ls * R)
-        ps = [online.init_qkvo(r, 5) for r in range(R)]
-        params = {m: online.stack_runs([p for p in ps for _ in Ls]) for m in online.TRAINED_MODELS}
-        sr = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
-        sr, _ = online.run_chunk(sr, law, setup_r, n_logs)
-        jax.block_until_ready(sr)
-        w, c = time.perf_counter(), time.process_time()
-        sr, _ = online.run_chunk(sr, law, setup_r, n_logs)
-        jax.block_until_ready(sr)
-        rw, rc = (time.perf_counter() - w) / (10 * n_logs), (time.process_time() - c) / (10 * n_logs)
+        rw, rc = joint([online.init_qkvo(r, 5) for r in range(args.restarts)])
     reps = max(5, args.steps // 10)
     dw, dc = timed(draw, reps)
     nw, nc = timed(normals, reps)
