@@ -10,10 +10,13 @@ ARGS   ?=
 .PHONY: run test lint smoke report bench slurm clean
 
 # uv (pinned in constraints.txt) installs the same pins in ~20 s where pip takes ~2 min; pip is
-# the fallback where uv cannot be installed or cannot reach the index.
+# the fallback where uv cannot be installed or cannot reach the index.  Both leave compiled
+# bytecode (.pyc) beside every installed module: without it, every Python start compiles the
+# sources of what it imports again wherever PYTHONDONTWRITEBYTECODE is set (as on this project's
+# machines), which is two thirds of a `snakemake -n` (bench/bench_speed.py).
 DEV := ".[workflow,dev]"
 INSTALL = $(BIN)/pip install --quiet -c constraints.txt uv && \
-          $(BIN)/uv pip install --quiet --python $(BIN)/python -c constraints.txt $(1) || \
+          $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt $(1) || \
           $(BIN)/pip install --quiet -c constraints.txt $(1)
 
 $(STAMP): pyproject.toml constraints.txt
