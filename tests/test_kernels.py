@@ -187,6 +187,29 @@ def test_fused_moments_vs_xla_vs_reference(rng, d, Q):
         tree_allclose(f_xla(*args), (m1r, m2r), rtol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [0.05, 30.0, 300.0])
+def test_fused_moments_wide_score_range(rng, scale):
+    """The inline exponential of the C1-C4 kernel over score gaps from ~0 to beyond 708 (where
+    exp underflows and the kernel takes the weight as 0), on every lane and on a tail (L = 4099 =
+    8 x 512 + 3), against the numpy reference (np.exp) to 1e-12."""
+    if not fused.available():
+        pytest.skip("fused C++ kernel not built on this machine")
+    d = 3
+    t = T.sample(11, d, np.eye(d), n_pairs=2, n_query=2, l_max=4099)
+    rt = ref_tasks(t)
+    p = Params(scale * rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1))
+    pd = models.prompt_data(t, 4099)
+    args = (jnp.asarray(p.U), jnp.asarray(p.v), pd.zT, pd.zq)
+    for L in (8, 4099):
+        gaps = np.einsum("tlk,tqk->tql", rt.Z(L), rt.Zq @ p.U.T)
+        gaps = gaps.max(axis=2, keepdims=True) - gaps
+        if scale == 300.0:
+            assert gaps.max() > 708  # the underflow branch is exercised
+        m1r, m2r = ref.softmax_moments(rt.Z(L), rt.Zq, p.U, p.v)
+        out = jax.jit(fused.softmax_moments)(*args, jnp.asarray(L, jnp.int64))
+        tree_allclose(out, (m1r, m2r), rtol=1e-12, atol=1e-14)
+
+
 def test_fused_grad_vs_autodiff_oracle(small_tasks, rng):
     for d, t in small_tasks.items():
         p = random_params(rng, d)

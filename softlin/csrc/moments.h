@@ -14,10 +14,52 @@
 
 namespace softlin {
 
+// An optimisation barrier on a vector value: in a register where one holds it (AVX-512 for 8
+// doubles), else through memory.
+#if defined(__AVX512F__)
+#define SOFTLIN_OPAQUE(x) asm("" : "+v"(x))
+#else
+#define SOFTLIN_OPAQUE(x) asm("" : "+m"(x))
+#endif
+
+// exp(x) for x <= 0 (the softmax weights after the max is subtracted), lane by lane on a GCC
+// vector V of doubles (I: the int64 vector of the same width): x = k ln2 + r with the integer k
+// nearest x / ln2 and |r| <= ln2 / 2, exp(r) by its Taylor polynomial of degree 13 (truncation
+// below 5e-18) and 2^k put into the exponent bits.  Inline, so that no call spills the
+// accumulators of the caller.  exp(x) is taken as 0 below x = -708 (where it is under 4e-308).
+template <class V, class I>
+static inline V exp_nonpos(V x) {
+  const V xc = x < -708.0 ? V{} - 708.0 : x;
+  const I k = __builtin_convertvector(xc * 1.4426950408889634 - 0.5, I);  // ceil(x/ln2 - 1/2)
+  const V kd = __builtin_convertvector(k, V);
+  V r = xc - kd * 0x1.62e42feep-1;  // ln2 = hi + lo (fdlibm's split): k hi is exact for |k| < 2^21
+  SOFTLIN_OPAQUE(r);  // keeps -ffast-math from merging the two steps into xc - k (hi + lo)
+  r = r - kd * 0x1.a39ef35793c76p-33;
+  V p = V{} + 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  V scale;
+  const I bits = (k + 1023) << 52;
+  __builtin_memcpy(&scale, &bits, sizeof(V));
+  return x < -708.0 ? V{} : p * scale;
+}
+
 // One task: two passes over its prompt.  Pass 1 computes the scores of all Q queries (kept in
 // `s`, Q x L) and their maxima; pass 2 exponentiates and accumulates the 1 + 2D moments of every
-// query while each token is in registers (W lanes at a time).  D and Q are template parameters
-// so that the accumulators live in vector registers; `generic_task` handles any other size.
+// query while each token is in registers (W lanes at a time).  D and Q are template parameters;
+// `generic_task` handles any other size.  The vector exponential here is a call into the math
+// library, around which the compiler keeps the accumulators in memory: see fixed_task_inline_exp.
 template <int D, int Q, int W = 8>
 static void fixed_task(const double* U, const double* v, const double* z, const double* zq,
                        int64_t L, int64_t S, double* s, double* r1, double* r2) {
@@ -110,6 +152,112 @@ static void fixed_task(const double* U, const double* v, const double* z, const 
   }
 }
 
+// The same moments as `fixed_task`, with the exponential computed inline (`exp_nonpos`, within
+// 1 ulp of std::exp) instead of by the vector math library: without a call in the loop, the
+// 1 + 2D accumulators of every query stay in vector registers, and pass 2 runs at about twice the
+// speed on an AVX-512 core (bench/bench_kernels.py).  Used by the softmax_moments custom call
+// (C1-C4).  C5's online kernel keeps `fixed_task`: its recorded results (docs/c5_*) are
+// reproducible bit for bit only with the library's exponential.
+template <int D, int Q, int W = 8>
+static void fixed_task_inline_exp(const double* U, const double* v, const double* z,
+                                  const double* zq, int64_t L, int64_t S, double* s, double* r1,
+                                  double* r2) {
+  typedef double vec __attribute__((vector_size(W * sizeof(double))));
+  typedef int64_t ivec __attribute__((vector_size(W * sizeof(int64_t))));
+  double a[Q][D], mx[Q];
+  for (int q = 0; q < Q; ++q) {
+    for (int j = 0; j < D; ++j) {
+      double acc = 0.0;
+      for (int i = 0; i < D; ++i) acc += U[j * D + i] * zq[q * D + i];
+      a[q][j] = acc;
+    }
+  }
+  const int64_t Lw = L - L % W;
+  // pass 1: scores and their maxima, W lanes at a time, then the tail
+  vec m[Q], zj[D];
+#pragma GCC unroll 16
+  for (int q = 0; q < Q; ++q) m[q] = vec{} - std::numeric_limits<double>::infinity();
+  for (int64_t l0 = 0; l0 < Lw; l0 += W) {
+#pragma GCC unroll 16
+    for (int j = 0; j < D; ++j) __builtin_memcpy(&zj[j], z + j * S + l0, sizeof(vec));
+#pragma GCC unroll 16
+    for (int q = 0; q < Q; ++q) {
+      vec sc = a[q][0] * zj[0];
+#pragma GCC unroll 16
+      for (int j = 1; j < D; ++j) sc += a[q][j] * zj[j];
+      __builtin_memcpy(s + q * L + l0, &sc, sizeof(vec));
+      m[q] = sc > m[q] ? sc : m[q];
+    }
+  }
+  for (int q = 0; q < Q; ++q) {
+    double mm = m[q][0];
+    for (int k = 1; k < W; ++k) mm = std::max(mm, m[q][k]);
+    for (int64_t l = Lw; l < L; ++l) {
+      double acc = a[q][0] * z[l];
+      for (int j = 1; j < D; ++j) acc += a[q][j] * z[j * S + l];
+      s[q * L + l] = acc;
+      mm = std::max(mm, acc);
+    }
+    mx[q] = mm;
+  }
+  // pass 2: weights and the 1 + 2D moments of every query, in registers
+  vec A0[Q], A1[Q][D], A2[Q][D];
+#pragma GCC unroll 16
+  for (int q = 0; q < Q; ++q) {
+    A0[q] = vec{};
+#pragma GCC unroll 16
+    for (int j = 0; j < D; ++j) A1[q][j] = A2[q][j] = vec{};
+  }
+  for (int64_t l0 = 0; l0 < Lw; l0 += W) {
+#pragma GCC unroll 16
+    for (int j = 0; j < D; ++j) __builtin_memcpy(&zj[j], z + j * S + l0, sizeof(vec));
+    vec vz = v[0] * zj[0];
+#pragma GCC unroll 16
+    for (int j = 1; j < D; ++j) vz += v[j] * zj[j];
+#pragma GCC unroll 16
+    for (int q = 0; q < Q; ++q) {
+      vec sc;
+      __builtin_memcpy(&sc, s + q * L + l0, sizeof(vec));
+      const vec e = exp_nonpos<vec, ivec>(sc - mx[q]);
+      const vec ev = e * vz;
+      A0[q] += e;
+#pragma GCC unroll 16
+      for (int j = 0; j < D; ++j) {
+        A1[q][j] += e * zj[j];
+        A2[q][j] += ev * zj[j];
+      }
+    }
+  }
+  // lane sums in a fixed order, then the tail one token at a time (in lane 0 of a 2-lane vector)
+  typedef double vec2 __attribute__((vector_size(2 * sizeof(double))));
+  typedef int64_t ivec2 __attribute__((vector_size(2 * sizeof(int64_t))));
+  for (int q = 0; q < Q; ++q) {
+    double s0 = 0.0, m1[D] = {0.0}, m2[D] = {0.0};
+    for (int k = 0; k < W; ++k) {
+      s0 += A0[q][k];
+      for (int j = 0; j < D; ++j) {
+        m1[j] += A1[q][j][k];
+        m2[j] += A2[q][j][k];
+      }
+    }
+    for (int64_t l = Lw; l < L; ++l) {
+      double vz = v[0] * z[l];
+      for (int j = 1; j < D; ++j) vz += v[j] * z[j * S + l];
+      const double e = exp_nonpos<vec2, ivec2>(vec2{s[q * L + l] - mx[q], 0.0})[0];
+      s0 += e;
+      for (int j = 0; j < D; ++j) {
+        m1[j] += e * z[j * S + l];
+        m2[j] += e * vz * z[j * S + l];
+      }
+    }
+    const double inv = 1.0 / s0;
+    for (int j = 0; j < D; ++j) {
+      r1[q * D + j] = m1[j] * inv;
+      r2[q * D + j] = m2[j] * inv;
+    }
+  }
+}
+
 static void generic_task(const double* U, const double* v, const double* z, const double* zq,
                          int64_t D, int64_t Q, int64_t L, int64_t S, double* s, double* r1,
                          double* r2) {
@@ -150,22 +298,24 @@ static void generic_task(const double* U, const double* v, const double* z, cons
 using TaskFn = void (*)(const double*, const double*, const double*, const double*, int64_t,
                         int64_t, double*, double*, double*);
 
-template <int D>
+template <int D, bool InlineExp>
 static TaskFn pick_q(int64_t Q) {
   switch (Q) {
-    case 1: return fixed_task<D, 1>;
-    case 2: return fixed_task<D, 2>;
-    case 4: return fixed_task<D, 4>;
+    case 1: return InlineExp ? fixed_task_inline_exp<D, 1> : fixed_task<D, 1>;
+    case 2: return InlineExp ? fixed_task_inline_exp<D, 2> : fixed_task<D, 2>;
+    case 4: return InlineExp ? fixed_task_inline_exp<D, 4> : fixed_task<D, 4>;
     default: return nullptr;
   }
 }
 
-static TaskFn pick(int64_t D, int64_t Q) {
+// The template instance for (D, Q), or nullptr (then `generic_task`); `inline_exp` picks
+// `fixed_task_inline_exp` over `fixed_task`.
+static TaskFn pick(int64_t D, int64_t Q, bool inline_exp) {
   switch (D) {
-    case 3: return pick_q<3>(Q);
-    case 4: return pick_q<4>(Q);
-    case 5: return pick_q<5>(Q);
-    case 6: return pick_q<6>(Q);
+    case 3: return inline_exp ? pick_q<3, true>(Q) : pick_q<3, false>(Q);
+    case 4: return inline_exp ? pick_q<4, true>(Q) : pick_q<4, false>(Q);
+    case 5: return inline_exp ? pick_q<5, true>(Q) : pick_q<5, false>(Q);
+    case 6: return inline_exp ? pick_q<6, true>(Q) : pick_q<6, false>(Q);
     default: return nullptr;
   }
 }
