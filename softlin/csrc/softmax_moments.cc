@@ -13,7 +13,6 @@
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
-using softlin::fixed_task;
 using softlin::generic_task;
 using softlin::TaskFn;
 using softlin::pick;
