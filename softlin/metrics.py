@@ -1,5 +1,17 @@
 """Scalar diagnostics of parameters, fitted power laws and statistics over independent task blocks
-(numpy; batched over leading axes)."""
+(numpy; batched over leading axes), and the one uncertainty layer every claim uses.
+
+Uncertainty (docs/maths.md#conventions): every quantity a criterion reads carries a standard
+error from *independent replication*, never from residuals of correlated points (nested prompt
+lengths):
+
+* :func:`jackknife`: delete-one jackknife of any statistic over independent replicates on the
+  leading axis (task blocks, seeds);
+* :func:`seed_mean`: mean over independent seeds and the standard error of that mean;
+* :func:`n_significant`: a count of changes (increases) that exceed ``z`` times their own error;
+* :func:`put`: store ``name`` and ``name_se`` side by side (``EXACT`` for a deterministic
+  quantity), the form :mod:`softlin.verdict` reads.
+"""
 
 from __future__ import annotations
 
@@ -116,4 +128,72 @@ def curve_summary(Ls, vals, se=None) -> dict:
         out["rel_se_max"] = float(rel.max())
         out["rel_se_last"] = float(rel[-1])
         out["last_over_se"] = float(vals[-1] / max(float(np.asarray(se)[-1]), 1e-300))
+    return out
+
+
+# --------------------------------------------------------------------------- the uncertainty layer
+EXACT = "exact"
+
+
+def _tree_map(fn, *trees):
+    """``fn`` over the leaves of equal-structure trees of dicts / arrays / numbers."""
+    if isinstance(trees[0], dict):
+        return {k: _tree_map(fn, *(t[k] for t in trees)) for k in trees[0]}
+    return fn(*trees)
+
+
+def _to_py(x):
+    x = np.asarray(x, dtype=np.float64)
+    return float(x) if x.ndim == 0 else x
+
+
+def jackknife(stat, samples):
+    """Delete-one jackknife over the leading axis: ``(stat(samples), se)``.
+
+    ``samples`` (n, ...): independent replicates (task blocks, seeds), or a tuple of such arrays
+    sharing the leading axis; ``stat`` maps the same form with n or n - 1 replicates to a number,
+    an array or a dict of them.  ``se = sqrt((n - 1) / n * sum_i (stat_(-i) - mean_i stat_(-i))^2)``
+    (Efron & Stein), of the same structure as ``stat``'s value.  Needs n >= 2.
+    """
+    multi = isinstance(samples, tuple)
+    arrs = tuple(np.asarray(a) for a in samples) if multi else (np.asarray(samples),)
+    n = arrs[0].shape[0]
+    if n < 2 or any(a.shape[0] != n for a in arrs):
+        raise ValueError("jackknife needs >= 2 replicates on the leading axis of every array")
+
+    def call(sub):
+        return stat(sub if multi else sub[0])
+
+    full = _tree_map(_to_py, call(arrs))
+    reps = [call(tuple(np.delete(a, i, axis=0) for a in arrs)) for i in range(n)]
+
+    def se(*leaves):
+        r = np.stack([np.asarray(x, dtype=np.float64) for x in leaves])
+        return _to_py(np.sqrt((n - 1) / n * np.sum((r - r.mean(axis=0)) ** 2, axis=0)))
+    return full, _tree_map(se, *reps)
+
+
+def seed_mean(values) -> tuple:
+    """Mean over independent seeds (leading axis) and its standard error ``std(ddof=1) / sqrt(n)``."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape[0] < 2:
+        raise ValueError("seed_mean needs at least 2 independent seeds")
+    return _to_py(v.mean(axis=0)), _to_py(v.std(axis=0, ddof=1) / np.sqrt(v.shape[0]))
+
+
+def n_significant(changes, se, z: float) -> float:
+    """Number of ``changes`` (e.g. consecutive differences of a curve) larger than ``z`` times
+    their own standard error: an increase counts only where the data show it.  NaN if any input is
+    NaN (a count never hides a NaN)."""
+    c, s = np.asarray(changes, dtype=np.float64), np.asarray(se, dtype=np.float64)
+    if np.isnan(c).any() or np.isnan(s).any():
+        return float("nan")
+    return int(np.sum(c > z * s))
+
+
+def put(out: dict, name: str, value, se) -> dict:
+    """``out[name] = value``, ``out[name + "_se"] = se`` (a number, a dict like ``value``, or
+    :data:`EXACT`); returns ``out``."""
+    out[name] = value
+    out[name + "_se"] = se
     return out

@@ -1,5 +1,7 @@
-"""verdict.evaluate: every status combination against a hand-written table, the Markdown of late
-criteria and consistency checks, and the seed log's own C3 outcome from its printed numbers."""
+"""verdict.evaluate: the decision rule on both sides of every operator (value +/- z se against
+hand-computed bounds), every status combination against a hand-written table, the Markdown of late
+criteria and consistency checks, and the seed log's own C3 outcome from its printed numbers under
+the point-estimate rule (z = 0)."""
 import itertools
 import json
 from pathlib import Path
@@ -16,8 +18,10 @@ ROOT = Path(__file__).parents[1]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 SEED_LOG = json.loads((ROOT / "workflow" / "resources" / "seed_log_c3.json").read_text())
 
-# one metric per state: a test "x < 1" holds for 0.5, fails for 2.0, and NaN never holds
-VALUE = {"holds": 0.5, "fails": 2.0, "nan": float("nan")}
+# one metric per state: with s.e. 0.1 and z = 2, a test "x < 1" holds for 0.5 (0.7 < 1), fails for
+# 2.0 (1.8 >= 1), is undecided for 0.9 (0.7 < 1 <= 1.1) and for NaN
+VALUE = {"holds": 0.5, "fails": 2.0, "undecided": 0.9, "nan": float("nan")}
+SE = 0.1
 
 
 def _crit(main: list[str], pre: list[str] | None):
@@ -27,6 +31,7 @@ def _crit(main: list[str], pre: list[str] | None):
         c["inconclusive_unless"] = [{"measured": f"p{i}", "op": "<", "value": 1} for i in range(len(pre))]
     metrics = {f"m{i}": VALUE[s] for i, s in enumerate(main)}
     metrics.update({f"p{i}": VALUE[s] for i, s in enumerate(pre or [])})
+    metrics.update({f"{k}_se": SE for k in list(metrics)})
     return c, metrics
 
 
@@ -38,7 +43,10 @@ TABLE = [
     (["holds", "holds"], None, "PASS"),
     (["fails"], None, "FAIL"),
     (["holds", "fails"], None, "FAIL"),
-    (["nan"], None, "FAIL"),
+    (["nan"], None, "INCONCLUSIVE"),
+    (["undecided"], None, "INCONCLUSIVE"),
+    (["holds", "undecided"], None, "INCONCLUSIVE"),
+    (["undecided", "fails"], None, "FAIL"),
     # an empty precondition list is no precondition
     (["holds"], [], "PASS"),
     (["fails"], [], "FAIL"),
@@ -47,14 +55,17 @@ TABLE = [
     (["holds", "holds"], ["holds", "holds"], "PASS"),
     (["fails"], ["holds"], "FAIL"),
     (["holds", "fails"], ["holds", "holds"], "FAIL"),
-    (["nan"], ["holds"], "FAIL"),
-    # a precondition fails: INCONCLUSIVE whatever the main tests say (never PASS)
+    (["nan"], ["holds"], "INCONCLUSIVE"),
+    (["undecided"], ["holds"], "INCONCLUSIVE"),
+    # a precondition fails or is undecided: INCONCLUSIVE whatever the main tests say (never PASS)
     (["holds"], ["fails"], "INCONCLUSIVE"),
     (["holds", "holds"], ["holds", "fails"], "INCONCLUSIVE"),
     (["fails"], ["fails"], "INCONCLUSIVE"),
     (["holds", "fails"], ["fails", "holds"], "INCONCLUSIVE"),
     (["holds"], ["nan"], "INCONCLUSIVE"),
     (["nan"], ["nan"], "INCONCLUSIVE"),
+    (["holds"], ["undecided"], "INCONCLUSIVE"),
+    (["fails"], ["undecided"], "INCONCLUSIVE"),
 ]
 
 
@@ -64,10 +75,13 @@ def test_status_table(main, pre, expected):
     v = verdict.evaluate(c, metrics)
     assert v["status"] == expected
     assert [p["holds"] for p in v["preconditions"]] == [s == "holds" for s in (pre or [])]
+    if expected == "INCONCLUSIVE":
+        assert v["why"]
 
 
 def test_every_combination_up_to_two_tests():
-    """Exhaustive: any failed precondition -> INCONCLUSIVE; else PASS iff every main test holds."""
+    """Exhaustive: a precondition that does not hold -> INCONCLUSIVE; else a failed test -> FAIL;
+    every test holds -> PASS; else INCONCLUSIVE."""
     states = list(VALUE)
     for n_main, n_pre in itertools.product((1, 2), (0, 1, 2)):
         for main in itertools.product(states, repeat=n_main):
@@ -76,10 +90,12 @@ def test_every_combination_up_to_two_tests():
                 status = verdict.evaluate(c, metrics)["status"]
                 if any(s != "holds" for s in pre):
                     assert status == "INCONCLUSIVE", (main, pre)
+                elif "fails" in main:
+                    assert status == "FAIL", (main, pre)
                 elif all(s == "holds" for s in main):
                     assert status == "PASS", (main, pre)
                 else:
-                    assert status == "FAIL", (main, pre)
+                    assert status == "INCONCLUSIVE", (main, pre)
 
 
 @pytest.mark.parametrize("op,value,x,holds", [
@@ -88,9 +104,87 @@ def test_every_combination_up_to_two_tests():
     ("between", [-0.65, -0.35], -0.5, True), ("between", [-0.65, -0.35], -0.3, False),
     ("between", [-0.65, -0.35], -0.65, True), ("outside", [0, 1], 1.5, True), ("outside", [0, 1], 0.5, False),
 ])
-def test_operators(op, value, x, holds):
+def test_operators_on_exact_values(op, value, x, holds):
     c = {"id": "X", "statement": "s", "all": [{"measured": "a.b.0", "op": op, "value": value}]}
-    assert verdict.evaluate(c, {"a": {"b": [x]}})["status"] == ("PASS" if holds else "FAIL")
+    v = verdict.evaluate(c, {"a": {"b": [x], "b_se": ["exact"]}})
+    assert v["status"] == ("PASS" if holds else "FAIL")
+    assert v["tests"][0]["exact"] is True and "se" not in v["tests"][0]
+
+
+# (op, threshold, value, se, z, outcome): the interval [x - z se, x + z se] computed by hand
+RULE = [
+    # one-sided: clears on the right side, clears on the wrong side, straddles (both sides of each op)
+    ("<", 1.0, 0.75, 0.1, 2, "holds"), ("<", 1.0, 1.25, 0.1, 2, "fails"), ("<", 1.0, 0.85, 0.1, 2, "undecided"),
+    ("<", 1.0, 1.15, 0.1, 2, "undecided"), ("<", 1.0, 0.85, 0.1, 1, "holds"), ("<", 1.0, 1.15, 0.1, 1, "fails"),
+    ("<=", 1.0, 0.75, 0.1, 2, "holds"), ("<=", 1.0, 1.25, 0.1, 2, "fails"), ("<=", 1.0, 1.1, 0.1, 2, "undecided"),
+    ("<=", 1.0, 0.8, 0.1, 2, "holds"),            # upper end exactly on the bound: <= holds
+    ("<", 1.0, 0.8, 0.1, 2, "undecided"),         # ... and < does not
+    (">", -0.25, -0.1, 0.05, 2, "holds"), (">", -0.25, -0.4, 0.05, 2, "fails"), (">", -0.25, -0.2, 0.05, 2, "undecided"),
+    (">", -0.25, -0.3, 0.05, 2, "undecided"),
+    (">=", 5.0, 6.0, 0.4, 2, "holds"), (">=", 5.0, 4.0, 0.4, 2, "fails"), (">=", 5.0, 5.5, 0.4, 2, "undecided"),
+    (">=", 5.0, 4.5, 0.4, 2, "undecided"), (">=", 5.0, 4.5, 0.2, 2, "fails"),
+    # two-sided bands
+    ("between", [-0.65, -0.35], -0.5, 0.05, 2, "holds"), ("between", [-0.65, -0.35], -0.2, 0.05, 2, "fails"),
+    ("between", [-0.65, -0.35], -0.8, 0.05, 2, "fails"), ("between", [-0.65, -0.35], -0.4, 0.05, 2, "undecided"),
+    ("between", [-0.65, -0.35], -0.6, 0.05, 2, "undecided"), ("between", [-0.65, -0.35], -0.5, 0.5, 2, "undecided"),
+    ("outside", [0.0, 1.0], 1.5, 0.1, 2, "holds"), ("outside", [0.0, 1.0], -0.5, 0.1, 2, "holds"),
+    ("outside", [0.0, 1.0], 0.5, 0.1, 2, "fails"), ("outside", [0.0, 1.0], 1.1, 0.1, 2, "undecided"),
+    ("outside", [0.0, 1.0], 0.5, 1.0, 2, "undecided"),
+    # equality: only an exact value can be equal; a value with an error can only be shown unequal
+    ("==", 0.0, 0.0, 0.1, 2, "undecided"), ("==", 0.0, 0.5, 0.1, 2, "fails"), ("==", 0.0, 0.1, 0.1, 2, "undecided"),
+    # z = 0: the point-estimate rule decides every finite value
+    ("<", 1.0, 0.99, 0.5, 0, "holds"), ("<", 1.0, 1.0, 0.5, 0, "fails"), ("between", [0, 1], 1.01, 3.0, 0, "fails"),
+    # NaN value or standard error: undecided, never holds nor fails
+    ("<", 1.0, float("nan"), 0.1, 2, "undecided"), ("<", 1.0, 0.5, float("nan"), 2, "undecided"),
+    ("outside", [0, 1], float("nan"), 0.1, 2, "undecided"),
+]
+
+
+@pytest.mark.parametrize("op,value,x,se,z,outcome", RULE)
+def test_decision_rule_on_both_sides_of_every_operator(op, value, x, se, z, outcome):
+    c = {"id": "X", "statement": "s", "all": [{"measured": "m", "op": op, "value": value}]}
+    v = verdict.evaluate(c, {"m": x, "m_se": se}, z=z)
+    assert v["tests"][0]["outcome"] == outcome
+    assert v["status"] == {"holds": "PASS", "fails": "FAIL", "undecided": "INCONCLUSIVE"}[outcome]
+    if z > 0:
+        assert v["tests"][0]["se"] == se or (np.isnan(se) and np.isnan(v["tests"][0]["se"]))
+
+
+def test_a_mapping_is_tested_entry_by_entry():
+    """A measured mapping {label: value}: holds if every entry holds, fails if one fails; the
+    entry that decided is named (the first failing, else the closest to its bound in s.e.)."""
+    c = {"id": "X", "statement": "s", "all": [{"measured": "slope", "op": "between", "value": [-0.65, -0.35]}]}
+    ok = {"slope": {"a": -0.5, "b": -0.45}, "slope_se": {"a": 0.01, "b": 0.02}}
+    v = verdict.evaluate(c, ok)
+    assert v["status"] == "PASS" and v["tests"][0]["decided_by"]["label"] == "b"   # 5 s.e. from -0.35 (a: 15)
+    one_bad = {"slope": {"a": -0.5, "b": -0.2, "c": -0.36}, "slope_se": {"a": 0.01, "b": 0.02, "c": 0.05}}
+    v = verdict.evaluate(c, one_bad)
+    assert v["status"] == "FAIL" and v["tests"][0]["decided_by"]["label"] == "b"
+    undecided = {"slope": {"a": -0.5, "c": -0.36}, "slope_se": {"a": 0.01, "c": 0.05}}
+    v = verdict.evaluate(c, undecided)
+    assert v["status"] == "INCONCLUSIVE" and v["tests"][0]["decided_by"]["label"] == "c"
+    assert "undecided" in v["why"]
+
+
+def test_a_value_without_a_standard_error_is_refused():
+    c = {"id": "X", "statement": "s", "all": [{"measured": "a.x", "op": "<", "value": 1}]}
+    with pytest.raises(KeyError, match="a.x_se"):
+        verdict.evaluate(c, {"a": {"x": 0.5}})
+    assert verdict.evaluate(c, {"a": {"x": 0.5}}, z=0)["status"] == "PASS"   # the point rule reads none
+
+
+@pytest.mark.parametrize("bad", [False, True, "0.5", None, [0.5]])
+def test_values_that_cannot_be_compared_are_refused(bad):
+    c = {"id": "X", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}
+    with pytest.raises(TypeError, match="cannot be compared"):
+        verdict.evaluate(c, {"x": bad, "x_se": "exact"})
+
+
+def test_numpy_scalars_and_float32_nan():
+    c = {"id": "X", "statement": "s", "all": [{"measured": "x", "op": "outside", "value": [0, 1]}]}
+    assert verdict.evaluate(c, {"x": np.float32("nan"), "x_se": "exact"})["status"] == "INCONCLUSIVE"
+    assert verdict.evaluate(c, {"x": np.float64(2.0), "x_se": np.float32(0.1)})["status"] == "PASS"
+    assert verdict.evaluate(c, {"x": np.int64(3), "x_se": "exact"})["status"] == "PASS"
 
 
 def test_missing_metric_names_the_path():
@@ -107,7 +201,7 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
                "all": [{"measured": "x", "op": "<", "value": 1}]}]
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
-    vs = verdict.publish("c9", "t", crit, {"x": 0.5}, vars(out), checks=checks)  # plain paths
+    vs = verdict.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1}, vars(out), checks=checks)  # plain paths
     assert [v["status"] for v in vs] == ["PASS", "FAIL"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "v.html", "v.json", "v.md"]  # no temporaries
     saved = json.loads(out.json.read_text())
@@ -129,7 +223,7 @@ def test_publish_without_checks_writes_an_empty_consistency_list(tmp_path):
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
     verdict.publish("c9", "t", [{"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}],
-                    {"x": 0}, out)
+                    {"x": 0, "x_se": "exact"}, out)
     assert json.loads(out.consistency.read_text()) == []
 
 
@@ -191,7 +285,7 @@ def test_seed_log_c3_outcome_reproduced():
     assert metrics["fits"]["isotropic_rademacher"]["slope_last4_D_inf_max"] == pytest.approx(-0.045, abs=0.002)
     criteria = list(CONFIG["c3"]["criteria"]) + [
         {"id": "C3-seed-log", "statement": "s", "all": [{"measured": "seed_log.n_mismatch", "op": "==", "value": 0}]}]
-    got = {c["id"]: verdict.evaluate(c, metrics)["status"] for c in criteria}
+    got = {c["id"]: verdict.evaluate(c, metrics, z=0)["status"] for c in criteria}
     expected = {"C3a-isotropic": "FAIL", "C3a-anisotropic": "FAIL", "C3b-isotropic": "PASS",
                 "C3b-anisotropic": "PASS", "C3c-isotropic": "FAIL", "C3c-anisotropic": "PASS",
                 "C3d": "PASS", "C3e-i-isotropic": "INCONCLUSIVE", "C3e-i-anisotropic": "INCONCLUSIVE",

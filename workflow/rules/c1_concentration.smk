@@ -123,6 +123,7 @@ rule c1_verdict:
         consistency="results/c1/consistency.json",
         html=report("results/c1/verdict.html", category="C1 concentration", caption="../report/verdict.rst"),
     params:
+        z=config["decision"]["z"],
         criteria=C1["criteria"],
         checks=C1.get("consistency_checks", []),
         preset=PRESET,

@@ -143,6 +143,7 @@ rule c2_verdict:
         consistency="results/c2/consistency.json",
         html=report("results/c2/verdict.html", category="C2 gradient concentration", caption="../report/verdict.rst"),
     params:
+        z=config["decision"]["z"],
         criteria=C2["criteria"],
         checks=C2.get("consistency_checks", []),
         preset=PRESET,

@@ -124,6 +124,7 @@ rule c3_verdict:
         consistency="results/c3/consistency.json",
         html=report("results/c3/verdict.html", category="C3 transfer", caption="../report/verdict.rst"),
     params:
+        z=config["decision"]["z"],
         criteria=C3["criteria"],
         checks=C3.get("consistency_checks", []),
         compare_seed_log=C3["compare_seed_log"],

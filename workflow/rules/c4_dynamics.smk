@@ -99,6 +99,7 @@ rule c4_verdict:
         consistency="results/c4/consistency.json",
         html=report("results/c4/verdict.html", category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
     params:
+        z=config["decision"]["z"],
         criteria=C4["criteria"],
         checks=C4.get("consistency_checks", []),
         preset=PRESET,

@@ -105,6 +105,7 @@ rule c5_verdict:
         consistency="results/c5/consistency.json",
         html=report("results/c5/verdict.html", category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
     params:
+        z=config["decision"]["z"],
         criteria=C5["criteria"],
         checks=C5.get("consistency_checks", []),
         preset=PRESET,

@@ -8,4 +8,4 @@ log = Progress(snakemake.log[0], "c2 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 title = f"gradient concentration and its stability along training (preset {p.preset})"
 verdict.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                log=log, checks=list(p.checks))
+                log=log, checks=list(p.checks), z=p.z)

@@ -14,4 +14,4 @@ if p.compare_seed_log:
     criteria, metrics, extra = seedlog.with_comparison(criteria, metrics, load_json(i.seed_log),
                                                        pd.read_csv(i.per_seed).to_dict("records"))
 verdict.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
-                dict(snakemake.output.items()), extra, log=log, checks=list(p.checks))  # noqa: F821
+                dict(snakemake.output.items()), extra, log=log, checks=list(p.checks), z=p.z)  # noqa: F821

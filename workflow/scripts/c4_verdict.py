@@ -12,4 +12,4 @@ metrics = load_json(snakemake.input.metrics)  # noqa: F821
 extra = c4.alpha_table_md(pd.read_csv(snakemake.input.alpha).to_dict("records"))  # noqa: F821
 title = f"tractable infinite-prompt dynamics (preset {p.preset})"
 verdict.publish("c4", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                extra, log=log, checks=list(p.checks))
+                extra, log=log, checks=list(p.checks), z=p.z)

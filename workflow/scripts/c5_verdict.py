@@ -29,4 +29,4 @@ extra = ("Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\
          "member of the family U = blockdiag(a P*(L), 0), v = c e_D; init seed: the restart kept, by the "
          "lowest end training loss, when c5.restarts > 1):\n\n" + "\n".join(rows) + "\n")
 verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                extra, log=log, checks=list(p.checks))
+                extra, log=log, checks=list(p.checks), z=p.z)
