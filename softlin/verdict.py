@@ -356,6 +356,42 @@ def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_p
     return verdicts
 
 
+def _reading(v: dict) -> str:
+    """A criterion's main reading in one cell: every test as ``value +/- se`` (plain text)."""
+    return "; ".join(fmt_test(r).replace("`", "") for r in v["tests"])
+
+
+def overview_rows(claims: Mapping) -> list[dict]:
+    """One row per criterion of every claim (``claims``: ``{claim: [verdicts]}``): claim, id,
+    statement, reading, threshold, status."""
+    return [dict(claim=claim.upper(), id=v["id"], statement=v["statement"], reading=_reading(v),
+                 threshold="; ".join(v["threshold"]), status=v["status"])
+            for claim, vs in claims.items() for v in vs]
+
+
+def overview_markdown(claims: Mapping) -> str:
+    """The table of every verdict (the README's and the report's first page), with the tallies."""
+    lines = ["| claim | id | status | measured (value +/- s.e.) | threshold |", "|---|---|---|---|---|"]
+    for r in overview_rows(claims):
+        lines.append(f"| {r['claim']} | {r['id']} | **{r['status']}** | {r['reading']} | `{r['threshold']}` |")
+    tally = "; ".join(f"{c.upper()}: " + ", ".join(f"{sum(v['status'] == s for v in vs)} {s}" for s in STATUSES)
+                      for c, vs in claims.items())
+    return "\n".join(lines) + "\n\nTallies (claims of the paper only; consistency checks apart): " + tally + "\n"
+
+
+def overview_rst(claims: Mapping) -> str:
+    """The same table as reStructuredText (a list-table), for the report's front page."""
+    def cell(text):
+        return text.replace("*", "\\*").replace("`", "").replace("|", "\\|")
+    out = [".. list-table:: Every verdict (claims of the paper; consistency checks in each claim's verdict page)",
+           "   :header-rows: 1", "", "   * - claim", "     - id", "     - status",
+           "     - measured (value +/- s.e.)", "     - threshold"]
+    for r in overview_rows(claims):
+        out += [f"   * - {r['claim']}", f"     - {r['id']}", f"     - {r['status']}",
+                f"     - {cell(r['reading'])}", f"     - {cell(r['threshold'])}"]
+    return "\n".join(out) + "\n"
+
+
 def markdown_to_html(md: str) -> str:
     """Minimal Markdown (headers, pipe tables, bullets, paragraphs, `code`, **bold**) to HTML."""
     import html

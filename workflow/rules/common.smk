@@ -293,3 +293,19 @@ def c5_protocol():
     out["n_test"] = c5["eval"]["n_test"]
     out["convergence"] = dict(c5["convergence"])
     return out
+
+
+# --------------------------------------------------------------------------- report
+def report_front_page():
+    """workflow/report/workflow.rst, followed by the table of every verdict once a run has written
+    it (results/verdicts.rst): the report opens on the verdicts."""
+    static = Path(workflow.basedir) / "workflow" / "report" / "workflow.rst"
+    table = Path("results/verdicts.rst")
+    if not table.exists():
+        return str(static)
+    text = f"{static.read_text()}\n\n{table.read_text()}"
+    front = Path(".snakemake") / "report_front.rst"
+    front.parent.mkdir(exist_ok=True)
+    if not front.exists() or front.read_text() != text:
+        front.write_text(text)
+    return str(front.resolve())
