@@ -215,7 +215,8 @@ def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf)
         # mean and standard error (ddof = 1) over seeds as the metrics (and so the verdict) have them
         summ = next(x for x in metrics["settings"].values() if x["label"] == label)
         ax[3].errorbar(summ["ntasks_n_tasks"], summ["ntasks_gap_mean"], yerr=summ["ntasks_gap_se"], marker="o",
-                       color=c, capsize=2, label=f"{label}: slope {summ['ntasks_slope']:.2f}")
+                       color=c, capsize=2, label=f"{label}: slope {summ['ntasks_slope']:.2f} "
+                       f"+/- {summ['ntasks_slope_se']:.2f}")
     first = next(x for x in metrics["settings"].values() if x["label"] == next(iter(flows)))
     n = np.asarray(first["ntasks_n_tasks"], float)
     g0 = float(first["ntasks_gap_mean"][0])

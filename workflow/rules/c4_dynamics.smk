@@ -2,11 +2,13 @@
 # population GD, ODE, reduced flow, sampled GD, n_tasks scaling, alpha sweep) -> metrics -> figure -> verdict.
 C4 = config["c4"]
 C4_SETTINGS = list(C4["settings"])
-C4_FLOW_CFG = {k: C4[k] for k in ("lr", "steps", "record_every", "ode", "sampled", "n_tasks", "alpha_sweep")}
+C4_FLOW_CFG = {k: C4[k] for k in ("lr", "steps", "record_every", "tol", "ode", "sampled", "n_tasks", "alpha_sweep",
+                                  "alpha_boundary")}
 
 
 rule c4_flow:
-    """The population flow of linear(inf) from Eq. (9): GD, adaptive ODE, reduced block flow; sampled GD beside it."""
+    """The population flow of linear(inf) from Eq. (9): GD, adaptive ODE, reduced block flow; sampled GD beside it;
+    the alpha sweep and the empirical alpha boundary."""
     input:
         code=KERNEL_SOURCES + pkg("metrics.py", "io.py", "progress.py", "claims/c4.py") + SYMBOLIC_SOURCES,
     output:
@@ -34,7 +36,7 @@ rule c4_flow:
 
 
 rule c4_metrics:
-    """Final distances, conservation defects, n_tasks slope, the alpha table."""
+    """Final distances, conservation defects, n_tasks slopes (jackknife over seeds), alpha table and boundary."""
     input:
         flows=expand("results/c4/flows/{setting}.npz", setting=C4_SETTINGS),
         code=pkg("metrics.py", "io.py", "claims/c4.py"),
@@ -88,7 +90,7 @@ rule c4_figure:
 
 
 rule c4_verdict:
-    """Predeclared criteria C4a-C4f, with the alpha table."""
+    """Criterion C4c (consistency checks C4a, C4b, C4d-C4f), with the alpha table, the boundary and the n_tasks slopes."""
     input:
         metrics="results/c4/c4_dynamics.json",
         alpha="results/c4/c4_alpha.csv",
@@ -103,6 +105,7 @@ rule c4_verdict:
         criteria=C4["criteria"],
         checks=C4.get("consistency_checks", []),
         preset=PRESET,
+        protocol=C4_FLOW_CFG,
     resources:
         runtime=1,
         mem_mb=300,

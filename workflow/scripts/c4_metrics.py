@@ -16,7 +16,8 @@ for st, path in zip(p.settings, snakemake.input.flows):  # noqa: F821
     summaries[st["name"]] = s
     alpha_rows += rows
     log(f"{st['name']}: ODE dist {s['ode_dist_final']:.2e}, GD dist {s['gd_dist_final']:.2e}, "
-        f"n_tasks slope {s['ntasks_slope']:.3f}")
+        f"n_tasks slope {s['ntasks_slope']:.3f} +/- {s['ntasks_slope_se']:.3f} (jackknife over seeds), "
+        f"alpha_c / alpha_max {s.get('alpha_c_ratio', float('nan')):.4g}")
 pd.DataFrame([{k: v for k, v in s.items() if not isinstance(v, list)} for s in summaries.values()]).to_csv(
     snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 pd.DataFrame(alpha_rows).to_csv(snakemake.output.alpha, index=False, float_format="%.17g")  # noqa: F821

@@ -1,4 +1,4 @@
-"""C4 rule c4_verdict: predeclared criteria, with the alpha table as an extra section."""
+"""C4 rule c4_verdict: criterion C4c and the consistency checks, with the boundary, alpha and n_tasks tables."""
 import pandas as pd
 
 from softlin import verdict
@@ -9,7 +9,11 @@ from softlin.progress import Progress
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c4 verdict")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
-extra = c4.alpha_table_md(pd.read_csv(snakemake.input.alpha).to_dict("records"))  # noqa: F821
+band = next((t["value"] for c in list(p.checks) + list(p.criteria) for t in c["all"]
+             if t["measured"] == "summary.ntasks_slope"), [-0.65, -0.35])
+extra = "\n".join([c4.boundary_md(metrics["settings"], p.protocol["alpha_boundary"], p.protocol["alpha_sweep"]),
+                   c4.alpha_table_md(pd.read_csv(snakemake.input.alpha).to_dict("records")),  # noqa: F821
+                   c4.ntasks_md(metrics["settings"], band, p.z)])
 title = f"tractable infinite-prompt dynamics (preset {p.preset})"
 verdict.publish("c4", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log, checks=list(p.checks), z=p.z)
