@@ -75,6 +75,12 @@ def test_s7_registered_and_task_numbers():
     k = ex.first_order_softmax_fn()
     assert ex.softmax_best_scale(S, S, 0.1, 0.2) == pytest.approx(g["c_star"], rel=1e-6)
     assert k(g["c_star"] * 0.99, S, S, 0.1, 0.2) > g["K_soft_star"] < k(g["c_star"] * 1.01, S, S, 0.1, 0.2)
+    # the predicted curve C5 draws: gap (K_soft(c*) - K_lin) / L as a fraction of S6's exact R_lin(L)
+    r = ex.first_order_risks(np.array([100, 1000]), S, S, 0.1, 0.2)
+    assert np.allclose(r["gap"] * r["L"], g["gap_constant"])
+    assert np.allclose(r["R_lin_exact"], [ex.linear_class_risk_fn()(L, S, S, 0.1, 0.2) for L in (100, 1000)])
+    assert r["gap_fraction"][1] == pytest.approx(0.1344, abs=1e-4)
+    assert ex.first_order_risks(1000, S, S, 0.1, 0.2)["gap_fraction"] == pytest.approx(r["gap_fraction"][1])
 
 
 @pytest.mark.parametrize("mode", ["correct", "authors"])
