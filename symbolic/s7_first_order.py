@@ -185,19 +185,17 @@ def _softmax(steps, res):
     steps.append(("S1 tilted means of y at tilts a and 2a (m = E[e y] / E[e] and the mean under e^2), and y's tilted "
                   "variance (the tilt does not change the covariance)", sp.Tuple(m, m2, vy)))
     # E[e^2 (y - m)^2] / E[e]^2 = (E[e^2]/E[e]^2) E_{2a}[(y - m)^2], y ~ N(m2, vy) under the 2a-tilt
-    gq = sp.Symbol("g", real=True)
-    Ey = sp.expand((m2 - m) ** 2 + vy)
-    chk = sp.expand(((m2 + sp.sqrt(sp.Symbol('V_y', positive=True)) * gq - m) ** 2)).subs(gq ** 2, 1).subs(gq, 0)
-    assert is_zero(chk.subs(sp.Symbol('V_y', positive=True), vy) - Ey)
+    gq = sp.Symbol("g", real=True)                    # y - m2 ~ N(0, vy) under the 2a-tilt (Isserlis in g)
+    Ey = gaussian_expectation(sp.expand((m2 - m + gq) ** 2), [gq], sp.Matrix([[vy]]))
+    assert is_zero(Ey - sp.expand((m2 - m) ** 2 + vy))
     V_w = sp.expand(sp.exp(q_a) * Ey)
     steps.append(("V = E[e^2 (y - m)^2] / E[e]^2 = (E[e^2] / E[e]^2) E_{2a}[(y - m)^2] (change of measure to the 2a "
                   "tilt, under which y ~ N(2 w^T Sigma_p a, w^T Sigma_p w + s^2)), given w and a:", V_w))
     # E over w: every term is linear in W = w w^T
     W = sp.MatrixSymbol("W", d, d)
-    lin = sp.expand(Ey)
     # rewrite (w^T Sp a)^2 = tr(W Sp a a^T Sp), w^T Sp w = tr(W Sp) explicitly, then W -> sigma_w^2 I
     Ey_W = sp.Trace(W * Sp * a * a.T * Sp) + sp.Trace(W * Sp) + s2
-    ok = _check_w_linear(lin, Ey_W, W)
+    ok = _check_w_linear(Ey, Ey_W, W)
     steps.append((f"E_{{2a}}[(y - m)^2] = tr(W Sigma_p a a^T Sigma_p) + tr(W Sigma_p) + s^2, W = w w^T (checked at d = 2, "
                   f"entries symbolic: {ok}); linear in W, so E_w puts W = sigma_w^2 I", Ey_W))
     assert ok
