@@ -100,6 +100,19 @@ def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
 
 
 # --------------------------------------------------------------------------- replication needed
+SE_NOTE = (
+    "## Standard errors\n\n"
+    "Every slope, ratio and rise is recomputed on each delete-one replicate of the independent task "
+    "blocks and its standard error is the jackknife's (the prompt lengths are nested, so OLS residuals "
+    "over L are no standard error; the OLS value is kept in the metrics as `slope_se_ols`, often 2x "
+    "smaller). An increase counts only where the rise exceeds z of its own jackknife standard errors "
+    "(a deterministic count, `exact`). Caveat: the variance of a block's mean squared gap is finite only "
+    "for lambda_max(M) < 1/4 (it involves E[exp(2 s)], docs/maths.md#threshold); at probes beyond 1/4 "
+    "the jackknife standard error is itself a noisy, optimistic estimate, so decisions there rest on "
+    "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
+    "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
+    "errors (docs/c1c2_uncertainty.md).\n")
+
 def _distance(op: str, thr, x: float) -> float:
     edges = thr if op in ("between", "outside") else [thr]
     return min(abs(x - e) for e in edges)

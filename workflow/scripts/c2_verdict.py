@@ -21,8 +21,14 @@ def units(path: str):
     return metrics["protocol"]["n_blocks"], "task blocks"
 
 
+TRAJ_NOTE = (
+    "\nAlong C3's linear(inf) trajectory (C2e) the standard errors come from a jackknife over blocks of "
+    "C3's antithetic training pairs: linear(inf) reads only w and the queries, so given the trajectory "
+    "the prompts of the blocks are independent, and the error is that of the prompt sampling along this "
+    "one trajectory (C3's first seed). The trajectory's own variation with the training tasks would "
+    "need C3's other seeds (their linear(inf) runs).\n")
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
 verdict.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                extra_md=curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)
+                extra_md=curves.SE_NOTE + TRAJ_NOTE + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)
