@@ -118,7 +118,7 @@ def test_slope_does_not_depend_on_block_size():
                   for b in range(n_blocks)]
         msq = {"U": np.asarray([b[0] for b in blocks]), "v": np.asarray([b[1] for b in blocks])}
         diff = np.asarray([b[2] for b in blocks])
-        _, fits[n_blocks] = c2.summarize(setting, probes, diff, Ls, 50, 0, msq)
+        _, fits[n_blocks], _ = c2.summarize(setting, probes, diff, Ls, 50, 0, msq)
     moved = []
     for name in fits[16]:
         a, b = fits[16][name], fits[2][name]
@@ -128,3 +128,26 @@ def test_slope_does_not_depend_on_block_size():
             moved.append(abs(a[f"blockrms_{k}"]["slope"] - b[f"blockrms_{k}"]["slope"]))
     assert max(moved) > 0.1, moved
 
+
+
+# --------------------------------------------------------------------------- issue 23: trajectory blocks
+def test_pair_blocks_partition_the_pairs_and_average_to_the_pooled_gap():
+    """The blocks of whole antithetic pairs along C3's trajectory: every pair in exactly one block,
+    partners together, and the mean of the blocks' gradient differences is the gradient difference
+    of all tasks (conc.grad_gaps on the whole set, to 1e-10)."""
+    sigma = np.diag([2.0, 1.0, 0.5])
+    tk = T.sample(5, 3, sigma, 6, 2, 64)
+    blocks = c2.pair_blocks(tk, 3)
+    assert [b.n_pairs for b in blocks] == [2, 2, 2]
+    seen = np.concatenate([b.w[:b.n_pairs] for b in blocks])
+    np.testing.assert_array_equal(seen, tk.w[:6])
+    for b in blocks:
+        np.testing.assert_array_equal(b.w[b.n_pairs:], -b.w[:b.n_pairs])       # partners kept together
+        np.testing.assert_array_equal(b.x[b.n_pairs:], b.x[:b.n_pairs])
+    star = params.bayes_optimum(sigma)
+    plist = [Params(0.9 * star.U, star.v), Params(1.2 * star.U, 0.8 * star.v)]
+    Ls = [8, 64]
+    mean = np.mean([conc.grad_gaps(plist, b, Ls) for b in blocks], axis=0)
+    np.testing.assert_allclose(mean, conc.grad_gaps(plist, tk, Ls), rtol=1e-10, atol=1e-13)
+    with pytest.raises(ValueError, match="divide"):
+        c2.pair_blocks(tk, 4)

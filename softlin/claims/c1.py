@@ -2,8 +2,9 @@
 
 Per setting (covariance, token law): probe parameters (:func:`softlin.concentration.probe_design`),
 independent task blocks, nested prompts ``L = 2^a .. 2^b``; per block and L the mean squared
-output gap over its tasks and queries; pooled RMS with block standard errors; OLS slope over the
-upper half of the L range against the predicted ``-beta`` (S5).
+output gap over its tasks and queries; pooled RMS; slope over the upper half of the L range against
+the predicted ``-beta`` (S5); every statistic with its delete-one jackknife standard error over the
+task blocks (:mod:`.curves`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import concentration as conc
-from .. import metrics
+from . import curves
 
 
 def design(settings: list[dict], probes_cfg: dict) -> dict:
@@ -37,44 +38,42 @@ def measure(setting: dict, Ls, seed: int, n_blocks: int, n_pairs: int, n_query: 
                 probe_names=np.asarray([p["name"] for p in setting["probes"]]))
 
 
-def summarize(setting: dict, msq, Ls) -> tuple[list[dict], dict]:
-    """Rows (setting, probe, L, rms, se) and per-probe fits (slope vs -beta)."""
-    rms, se = metrics.rms_over_blocks(msq)  # (n_probes, n_L)
+def summarize(setting: dict, msq, Ls, z: float) -> tuple[list[dict], dict]:
+    """Rows (setting, probe, L, rms, se) and per-probe fits (slope vs -beta), every statistic with
+    its delete-one jackknife standard error over the task blocks (:mod:`.curves`); ``z`` counts
+    the increases larger than ``z`` standard errors."""
+    msq = np.asarray(msq)
+    val, se = curves.jackknife_shape(Ls, msq, curves.rms)  # arrays (n_probes, ...)
     rows, fits = [], {}
     for i, pr in enumerate(setting["probes"]):
+        rms, rms_se = curves.rows(val, se, i)
         for j, L in enumerate(Ls):
             rows.append(dict(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
                              kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
-                             L=int(L), rms_gap=float(rms[i, j]), rms_gap_se=float(se[i, j]),
+                             L=int(L), rms_gap=float(rms[j]), rms_gap_se=float(rms_se[j]),
                              n_blocks=int(msq.shape[0])))
-        f = metrics.curve_summary(Ls, rms[i], se[i])
+        f = curves.fit(val, se, i, Ls, z, beta=pr["beta"])
         f.update(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
                  kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
-                 pred_slope=-pr["beta"], slope_plus_beta=f["slope"] + pr["beta"],
-                 below_threshold=bool(pr["lambda_max"] < 0.5))
+                 pred_slope=-pr["beta"], below_threshold=bool(pr["lambda_max"] < 0.5))
         fits[f"{setting['name']}/{pr['name']}"] = f
     return rows, fits
 
 
-def _agg(fits, keys, fn):
-    vals = [f[k] for f in fits for k in keys]
-    return float(fn(vals)) if vals else float("nan")
-
-
 def aggregate(fits: dict) -> dict:
-    """Summaries the criteria read: over Gaussian probes (all, below and above the threshold)."""
-    gauss = [f for f in fits.values() if f["token_kind"] == "gauss"]
-    below = [f for f in gauss if f["below_threshold"]]
-    above = [f for f in gauss if not f["below_threshold"]]
-    return {
-        "gauss_all": dict(n=len(gauss), max_n_increases=_agg(gauss, ["n_increases"], max),
-                          max_ratio=_agg(gauss, ["ratio"], max)),
-        "gauss_below": dict(n=len(below), dev_min=_agg(below, ["slope_plus_beta"], min),
-                            dev_max=_agg(below, ["slope_plus_beta"], max),
-                            rel_se_max=_agg(below, ["rel_se_max"], max)),
-        "gauss_above": dict(n=len(above), slope_min=_agg(above, ["slope"], min),
-                            slope_max=_agg(above, ["slope"], max),
-                            dev_min=_agg(above, ["slope_plus_beta"], min),
-                            dev_max=_agg(above, ["slope_plus_beta"], max),
-                            rel_se_max=_agg(above, ["rel_se_max"], max)),
-    }
+    """What the criteria read, over the Gaussian probes (all, below and above the threshold): per
+    probe mappings ``{setting/probe: value}`` with ``{setting/probe: se}`` beside them (the verdict
+    tests every probe with its own error)."""
+    gauss = {k: f for k, f in fits.items() if f["token_kind"] == "gauss"}
+    below = {k: f for k, f in gauss.items() if f["below_threshold"]}
+    above = {k: f for k, f in gauss.items() if not f["below_threshold"]}
+    out = {"gauss_all": dict(n=len(gauss)), "gauss_below": dict(n=len(below)),
+           "gauss_above": dict(n=len(above))}
+    curves.put_mapping(out["gauss_all"], "n_increases", gauss, "n_increases")
+    curves.put_mapping(out["gauss_all"], "ratio", gauss, "ratio")
+    for name, group in (("gauss_below", below), ("gauss_above", above)):
+        if group:
+            curves.put_mapping(out[name], "dev", group, "slope_plus_beta")
+            curves.put_mapping(out[name], "slope", group, "slope")
+            curves.put_mapping(out[name], "rel_se_max", group, "rel_se_max")
+    return out

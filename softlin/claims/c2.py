@@ -21,7 +21,8 @@ from .. import concentration as conc
 from .. import metrics
 from ..io import trajectory_from
 from ..params import Params, split_flat
-from ..tasks import check_sigma
+from ..tasks import Tasks, check_sigma
+from . import curves
 
 PARTS = ("U", "v")
 
@@ -58,24 +59,41 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
                 Ls=np.asarray(Ls), probe_names=np.asarray([p["name"] for p in probes]))
 
 
-def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None):
-    """Rows per (probe, L) and fits per probe and part.
+def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None,
+              z: float = 2.0):
+    """Rows per (probe, L), fits per probe and part, and the sweep's shallowing per part.
 
     ``gap_U`` / ``gap_v``: the per-query L2 gradient gap ``sqrt(mean ||grad l_L - grad l_inf||^2)``
     over every task and query, from the per-block means ``msq = {"U": ..., "v": ...}``
-    (n_blocks, n_probes, n_L) (delta-method s.e. over blocks; the criteria use it);
-    ``pooled_U`` / ``pooled_v``: the gap of the gradients pooled over every task,
-    ``||mean_b Delta_b||`` (block-bootstrap s.e.), the literal ``||grad R_L - grad R_inf||``;
-    ``blockrms_U`` / ``blockrms_v``: the former measure, RMS over blocks of the block-mean gap
-    ``sqrt(mean_b ||Delta_b||^2)`` (its slope depends on the block size; diagnostic only).
+    (n_blocks, n_probes, n_L) (the criteria use it); ``pooled_U`` / ``pooled_v``: the gap of the
+    gradients pooled over every task, ``||mean_b Delta_b||`` (row s.e. by block bootstrap), the
+    literal ``||grad R_L - grad R_inf||``; ``blockrms_U`` / ``blockrms_v``: the former measure, RMS
+    over blocks of the block-mean gap ``sqrt(mean_b ||Delta_b||^2)`` (its slope depends on the block
+    size; diagnostic only).  Every slope, ratio and difference carries its delete-one jackknife
+    standard error over the task blocks (:mod:`.curves`); ``n_increases`` counts the rises larger
+    than ``z`` standard errors.  ``shallowing`` (per part): slope at the sweep's largest lambda minus
+    slope at its smallest, jackknifed jointly.
     """
     d = len(setting["sigma"])
     diff = np.asarray(diff)
     if msq is None:
         raise ValueError("summarize needs the per-query mean squared gaps msq (c2.measure's msq_U, msq_v)")
     parts = dict(zip(PARTS, split_flat(diff, d)))
-    rms = {k: metrics.rms_over_blocks(np.asarray(msq[k])) for k in PARTS}
-    blockrms = {k: metrics.rms_over_blocks(np.sum(x ** 2, axis=-1)) for k, x in parts.items()}
+    sweep = sorted((i for i, p in enumerate(probes) if p["kind"] == "sweep"), key=lambda i: probes[i]["lambda_max"])
+
+    def stat(blocks):
+        out = {}
+        for k, m in zip(PARTS, blocks):
+            sh = curves.shape(Ls, curves.rms(m))
+            if len(sweep) >= 2:
+                sh["shallowing"] = sh["slope"][sweep[-1]] - sh["slope"][sweep[0]]
+            out[k] = sh
+        return out
+
+    val, se = metrics.jackknife(stat, tuple(np.asarray(msq[k]) for k in PARTS))
+    pooled_jk = {k: curves.jackknife_shape(Ls, x, lambda b: np.linalg.norm(b.mean(axis=0), axis=-1))
+                 for k, x in parts.items()}
+    blockrms_jk = {k: curves.jackknife_shape(Ls, np.sum(x ** 2, axis=-1), curves.rms) for k, x in parts.items()}
     pooled = {k: metrics.norm_over_blocks(x, n_boot, seed) for k, x in parts.items()}
     rows, fits = [], {}
     for i, pr in enumerate(probes):
@@ -84,44 +102,50 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
         for j, L in enumerate(Ls):
             row = dict(base, L=int(L), n_blocks=int(diff.shape[0]))
             for k in PARTS:
-                row.update({f"gap_{k}": float(rms[k][0][i, j]), f"gap_{k}_se": float(rms[k][1][i, j]),
+                row.update({f"gap_{k}": float(val[k]["curve"][i, j]), f"gap_{k}_se": float(se[k]["curve"][i, j]),
                             f"pooled_{k}": float(pooled[k][0][i, j]),
                             f"pooled_{k}_se": float(pooled[k][1][i, j]),
-                            f"blockrms_{k}": float(blockrms[k][0][i, j]),
-                            f"blockrms_{k}_se": float(blockrms[k][1][i, j])})
+                            f"blockrms_{k}": float(blockrms_jk[k][0]["curve"][i, j]),
+                            f"blockrms_{k}_se": float(blockrms_jk[k][1]["curve"][i, j])})
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
         for k in PARTS:
-            cs = metrics.curve_summary(Ls, rms[k][0][i], rms[k][1][i])
-            f[k] = dict(cs, slope_plus_beta=cs["slope"] + pr["beta"])
-            pc = metrics.curve_summary(Ls, pooled[k][0][i], pooled[k][1][i])
-            f[f"pooled_{k}"] = dict(pc, slope_plus_beta=pc["slope"] + pr["beta"])
-            bc = metrics.curve_summary(Ls, blockrms[k][0][i], blockrms[k][1][i])
-            f[f"blockrms_{k}"] = dict(bc, slope_plus_beta=bc["slope"] + pr["beta"])
+            f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"])
+            f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"])
+            f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"])
         fits[f"{setting['name']}/{pr['name']}"] = f
-    return rows, fits
+    shallowing = {k: dict(shallowing=float(val[k]["shallowing"]), shallowing_se=float(se[k]["shallowing"]))
+                  for k in PARTS if "shallowing" in val[k]}
+    return rows, fits, shallowing
 
 
 def aggregate(fits: dict) -> dict:
-    """Criteria summaries over the Gaussian C1 probes (not the sweep), per part."""
-    gauss = [f for f in fits.values() if f["token_kind"] == "gauss" and f["kind"] != "sweep"]
+    """What the criteria read, over the Gaussian C1 probes (not the sweep), per part: mappings
+    ``{setting/probe: value}`` with ``{setting/probe: se}`` beside them (every probe tested with its
+    own error)."""
+    gauss = {k: f for k, f in fits.items() if f["token_kind"] == "gauss" and f["kind"] != "sweep"}
     out = {}
     for k in PARTS:
-        below = [f[k] for f in gauss if f["below_threshold"]]
-        above = [f[k] for f in gauss if not f["below_threshold"]]
-        out[k] = dict(
-            max_n_increases=max(f[k]["n_increases"] for f in gauss),
-            max_ratio=max(f[k]["ratio"] for f in gauss),
-            below=dict(n=len(below), dev_min=min(f["slope_plus_beta"] for f in below),
-                       dev_max=max(f["slope_plus_beta"] for f in below),
-                       rel_se_max=max(f["rel_se_max"] for f in below)),
-            above=dict(n=len(above), slope_min=min(f["slope"] for f in above),
-                       slope_max=max(f["slope"] for f in above)))
+        part = {name: f[k] for name, f in gauss.items()}
+        below = {name: f[k] for name, f in gauss.items() if f["below_threshold"]}
+        above = {name: f[k] for name, f in gauss.items() if not f["below_threshold"]}
+        o = dict(below=dict(n=len(below)), above=dict(n=len(above)))
+        curves.put_mapping(o, "n_increases", part, "n_increases")
+        curves.put_mapping(o, "ratio", part, "ratio")
+        if below:
+            curves.put_mapping(o["below"], "dev", below, "slope_plus_beta")
+            curves.put_mapping(o["below"], "rel_se_max", below, "rel_se_max")
+        if above:
+            curves.put_mapping(o["above"], "dev", above, "slope_plus_beta")
+            curves.put_mapping(o["above"], "slope", above, "slope")
+        out[k] = o
     return out
 
 
-def sweep_summary(fits: dict, setting: str) -> dict:
-    """Measured slope against lambda_max(M) for one setting's sweep, with the prediction."""
+def sweep_summary(fits: dict, setting: str, shallowing: dict) -> dict:
+    """Measured slope against lambda_max(M) for one setting's sweep, with the prediction: per part
+    the lists (for the figure), ``dev`` ``{probe: slope - pred}`` with its jackknife ``dev_se``, and
+    ``shallowing`` (slope at the largest lambda minus at the smallest) with its jackknife se."""
     sw = sorted((f for f in fits.values() if f["setting"] == setting and f["kind"] == "sweep"),
                 key=lambda f: f["lambda_max"])
     lam = np.array([f["lambda_max"] for f in sw])
@@ -131,25 +155,55 @@ def sweep_summary(fits: dict, setting: str) -> dict:
         sl = np.array([f[k]["slope"] for f in sw])
         dev = sl - pred
         below = lam < 0.5
-        out[k] = dict(slope=sl.tolist(), slope_se=[f[k]["slope_se"] for f in sw],
-                      slope_full=[f[k]["slope_full"] for f in sw],
-                      dev_max_abs=float(np.abs(dev).max()),
-                      dev_below_max_abs=float(np.abs(dev[below]).max()) if below.any() else float("nan"),
-                      shallowing=float(sl[-1] - sl[0]),
-                      slope_above_min=float(sl[~below].min()) if (~below).any() else float("nan"))
+        o = dict(slope=sl.tolist(), slope_se=[f[k]["slope_se"] for f in sw],
+                 slope_full=[f[k]["slope_full"] for f in sw],
+                 dev_max_abs=float(np.abs(dev).max()),
+                 dev_below_max_abs=float(np.abs(dev[below]).max()) if below.any() else float("nan"),
+                 slope_above_min=float(sl[~below].min()) if (~below).any() else float("nan"))
+        metrics.put(o, "dev", {f["probe"]: float(x) for f, x in zip(sw, dev)},
+                    {f["probe"]: f[k]["slope_se"] for f in sw})
+        o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"))))
+        out[k] = o
     return out
 
 
-def along_trajectory(traj, tasks, Ls, progress=print) -> dict:
-    """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run; max over steps."""
+def pair_blocks(tasks, n_blocks: int) -> list:
+    """``tasks`` split into ``n_blocks`` blocks of whole antithetic pairs (partners ``i`` and
+    ``n_pairs + i`` share their tokens, so a pair is the unit of independence); the blocks are
+    independent given ``w`` and the queries, and equal in size (``n_blocks`` must divide ``n_pairs``)."""
+    n_pairs = tasks.n_pairs
+    if n_blocks < 2 or n_pairs % n_blocks:
+        raise ValueError(f"n_blocks = {n_blocks} must be >= 2 and divide the {n_pairs} antithetic pairs")
+    per = n_pairs // n_blocks
+    out = []
+    for b in range(n_blocks):
+        pairs = np.arange(b * per, (b + 1) * per)
+        rows = np.concatenate([pairs, pairs + n_pairs])
+        out.append(Tasks(x=tasks.x[rows], w=tasks.w[rows], xq=tasks.xq[rows], sigma=tasks.sigma,
+                         token_kind=tasks.token_kind))
+    return out
+
+
+def along_trajectory(traj, tasks, Ls, n_blocks: int, progress=print) -> dict:
+    """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run; max over steps.
+
+    Computed on ``n_blocks`` blocks of C3's training pairs (:func:`pair_blocks`): ``block_diff``
+    (n_blocks, n_rec, n_L, K), the gradient difference of each block; the gap of all tasks is the
+    norm of their mean.  linear(inf) never sees the prompt tokens (its risk reads w and the
+    queries), so given the trajectory the blocks' prompts are independent: the jackknife over the
+    blocks (:func:`trajectory_fit`) is the prompt-sampling error of the gaps along this trajectory."""
     rec, _, step, _ = trajectory_from(traj, "limit")
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
-    diff = np.asarray(conc.grad_gaps(plist, tasks, Ls))  # (n_rec, n_L, K), computed before the progress line
+    block_diff = []
+    for b, blk in enumerate(pair_blocks(tasks, n_blocks)):
+        block_diff.append(np.asarray(conc.grad_gaps(plist, blk, Ls)))  # (n_rec, n_L, K), computed
+        progress(f"block {b + 1}/{n_blocks}: {len(step)} recorded iterates x {len(Ls)} prompt lengths done")
+    block_diff = np.asarray(block_diff)
+    diff = block_diff.mean(axis=0)
     dU, dv = split_flat(diff, tasks.d)
     gaps = {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1),
             "full": np.linalg.norm(diff, axis=-1)}
-    progress(f"{len(step)} recorded iterates x {len(Ls)} prompt lengths done")
-    out = dict(step=step, Ls=np.asarray(Ls))
+    out = dict(step=step, Ls=np.asarray(Ls), block_diff=block_diff, n_pairs=tasks.n_pairs)
     for k, g in gaps.items():
         out[f"gap_{k}"] = g
         out[f"max_{k}"] = g.max(axis=0)
@@ -157,19 +211,31 @@ def along_trajectory(traj, tasks, Ls, progress=print) -> dict:
     return out
 
 
-def trajectory_fit(Ls, arrays: dict) -> dict:
-    """Slopes of the max-over-steps gaps: full L range (the seed's C2e) and upper half."""
-    out = {}
+def _max_gaps(block_diff, d: int) -> dict:
+    """Max over the recorded steps of the gap norms (U, v, full) of the blocks' mean difference."""
+    diff = np.mean(block_diff, axis=0)
+    dU, dv = split_flat(diff, d)
+    return {"U": np.linalg.norm(dU, axis=-1).max(axis=0), "v": np.linalg.norm(dv, axis=-1).max(axis=0),
+            "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
+
+
+def trajectory_fit(Ls, arrays: dict, z: float = 2.0) -> dict:
+    """Slopes of the max-over-steps gaps (full L range: the seed's C2e; upper half), ratios and the
+    increases larger than ``z`` standard errors, jackknifed over the blocks of training pairs."""
+    bd = np.asarray(arrays["block_diff"])
+    K = bd.shape[-1]
+    d = int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1   # K = (d+1)^2 + (d+1)
+    val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
+    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(arrays["n_pairs"]))
     for k in ("U", "v", "full"):
-        vals = np.asarray(arrays[f"max_{k}"])
-        out[k] = metrics.curve_summary(Ls, vals)
-        out[k]["max"] = vals.tolist()
+        out[k] = curves.fit(val[k], se[k], (), Ls, z)
+        out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
     return out
 
 
 # --------------------------------------------------------------------------- the metrics job
 def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, n_boot: int, seed: int,
-                  seed_log_slope: float, protocol: dict, progress=print) -> dict:
+                  seed_log_slope: float, protocol: dict, z: float = 2.0, progress=print) -> dict:
     """C2's metrics from every measured setting and trajectory.
 
     ``design``: the C1 probe design (``results/c1/probes.json``); ``gaps``: setting name -> the
@@ -178,21 +244,22 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     Returns ``{"table": rows, "trajectory": rows, "metrics": dict}`` (the gap rows per probe and L,
     the max-over-steps rows per L, and fits, summary, sweep and trajectory fits).
     """
-    rows, fits = [], {}
+    rows, fits, shallow = [], {}, {}
     for name, f in gaps.items():
         probes = json.loads(str(f["probes_json"]))
-        r, fi = summarize(design[name], probes, f["diff"], f["Ls"], n_boot, seed,
-                          {"U": f["msq_U"], "v": f["msq_v"]})
+        r, fi, shallow[name] = summarize(design[name], probes, f["diff"], f["Ls"], n_boot, seed,
+                                         {"U": f["msq_U"], "v": f["msq_v"]}, z)
         rows += r
         fits.update(fi)
-    sweep = {name: sweep_summary(fits, name) for name in sweep_settings}
+    sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}
     traj, traj_rows = {}, []
     for name, arrays in trajectories.items():
-        traj[name] = trajectory_fit(arrays["Ls"], arrays)
+        traj[name] = trajectory_fit(arrays["Ls"], arrays, z)
         traj[name]["seed_log_slope"] = seed_log_slope
         for j, L in enumerate(arrays["Ls"]):
             traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(arrays[f"max_{k}"][j])
                                                               for k in ("U", "v", "full")},
+                                  **{f"max_{k}_se": float(traj[name][k]["max_se"][j]) for k in ("U", "v", "full")},
                                   **{f"argmax_step_{k}": int(arrays[f"argmax_{k}"][j]) for k in ("U", "v", "full")}))
         progress(f"trajectory {name}: slope {traj[name]['full']['slope_full']:.3f} (seed log {seed_log_slope})")
     for k, f in fits.items():

@@ -62,16 +62,18 @@ rule c1_measure:
 
 
 rule c1_metrics:
-    """RMS gaps with block standard errors, slopes over the upper half of the L range against -beta."""
+    """RMS gaps, slopes over the upper half of the L range against -beta, increases larger than z
+    standard errors: every statistic jackknifed over the task blocks."""
     input:
         probes="results/c1/probes.json",
         gaps=expand("results/c1/gaps/{setting}.npz", setting=C1_SETTINGS),
-        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c1.py"),
+        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c1.py", "claims/curves.py"),
     output:
         table="results/c1/c1_concentration.csv",
         metrics="results/c1/c1_concentration.json",
     params:
         settings=C1_SETTINGS,
+        z=config["decision"]["z"],
         protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
     resources:
         runtime=2,
@@ -113,10 +115,10 @@ rule c1_figure:
 
 
 rule c1_verdict:
-    """Predeclared criteria C1a-C1f."""
+    """Predeclared criteria C1a-C1f, with the replication an undecided test would need."""
     input:
         metrics="results/c1/c1_concentration.json",
-        code=pkg("verdict.py", "io.py"),
+        code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
     output:
         json="results/c1/verdict.json",
         md="results/c1/verdict.md",

@@ -49,6 +49,7 @@ rule c2_trajectory:
         "results/c2/trajectory/{setting}_s{seed}.npz",
     params:
         L=config["c3"]["L"],
+        n_blocks=C2["trajectory"]["n_blocks"],
     threads: 1
     resources:
         runtime=3,
@@ -68,12 +69,13 @@ rule c2_trajectory:
 
 
 rule c2_metrics:
-    """RMS (over blocks) and pooled gradient gaps, slopes vs -beta, the sweep, the trajectory maxima."""
+    """Per-query and pooled gradient gaps, slopes vs -beta, the sweep, the trajectory maxima: every
+    statistic jackknifed over independent task blocks (blocks of C3's pairs for the trajectory)."""
     input:
         probes="results/c1/probes.json",
         gaps=expand("results/c2/gaps/{setting}.npz", setting=C2_SETTINGS),
         traj=[f"results/c2/trajectory/{s}_s{seed}.npz" for s, seed in C2_TRAJ],
-        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c2.py") + SYMBOLIC_SOURCES,
+        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c2.py", "claims/curves.py") + SYMBOLIC_SOURCES,
     output:
         table="results/c2/c2_gradients.csv",
         trajectory="results/c2/c2_trajectory.csv",
@@ -85,6 +87,7 @@ rule c2_metrics:
         seed_log_slope=C2["trajectory"]["seed_log_slope"],
         n_boot=C2["n_boot"],
         seed=C2["seed"],
+        z=config["decision"]["z"],
         L=C2_L,
         traj_L=config["c3"]["L"],
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
@@ -133,10 +136,10 @@ rule c2_figure:
 
 
 rule c2_verdict:
-    """Predeclared criteria C2a-C2f."""
+    """Predeclared criteria C2a-C2f, with the replication an undecided test would need."""
     input:
         metrics="results/c2/c2_gradients.json",
-        code=pkg("verdict.py", "io.py"),
+        code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
     output:
         json="results/c2/verdict.json",
         md="results/c2/verdict.md",

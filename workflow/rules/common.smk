@@ -127,6 +127,8 @@ def _check_semantics(cfg):
         for name in c2["trajectory"]["settings"]:
             if name not in (c3 or {}).get("settings", {}):
                 raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
+        if c2["trajectory"]["settings"] and c3["n_pairs"] % c2["trajectory"]["n_blocks"]:
+            raise ValueError("config key 'c2.trajectory.n_blocks': must divide c3.n_pairs (blocks of whole antithetic pairs)")
     c4 = cfg.get("c4")
     if c4 is not None:
         if c4["steps"] % c4["record_every"]:

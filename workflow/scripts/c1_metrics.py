@@ -1,4 +1,4 @@
-"""C1 rule c1_metrics: RMS gaps with block s.e., slopes against -beta (CSV + JSON)."""
+"""C1 rule c1_metrics: RMS gaps, slopes against -beta, with jackknife s.e. over task blocks (CSV + JSON)."""
 import numpy as np
 import pandas as pd
 
@@ -13,7 +13,7 @@ rows, fits = [], {}
 for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
     with np.load(path) as f:
         msq, Ls = f["msq"], f["Ls"]
-    r, fi = c1.summarize(design[name], msq, Ls)
+    r, fi = c1.summarize(design[name], msq, Ls, p.z)
     rows += r
     fits.update(fi)
 for k, f in fits.items():

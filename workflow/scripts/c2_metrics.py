@@ -18,7 +18,7 @@ def arrays(path) -> dict:
 
 out = c2.summarize_all(load_json(i.probes), {name: arrays(path) for name, path in zip(p.settings, i.gaps)},
                        {name: arrays(path) for name, path in zip(p.traj_settings, i.traj)},
-                       p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, progress=log)
+                       p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, z=p.z, progress=log)
 pd.DataFrame(out["table"]).to_csv(o.table, index=False, float_format="%.17g")
 pd.DataFrame(out["trajectory"]).to_csv(o.trajectory, index=False, float_format="%.17g")
 save_json(o.metrics, out["metrics"])

@@ -14,6 +14,7 @@ w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")  # noqa: F821
 with np.load(snakemake.input.traj) as f:  # noqa: F821
     traj = dict(f)
-out = c2.along_trajectory(traj, Tasks.load(snakemake.input.tasks), snakemake.params.L, progress=log)  # noqa: F821
+out = c2.along_trajectory(traj, Tasks.load(snakemake.input.tasks), snakemake.params.L,  # noqa: F821
+                         snakemake.params.n_blocks, progress=log)  # noqa: F821
 save_npz(snakemake.output[0], **out)  # noqa: F821
 log("saved")

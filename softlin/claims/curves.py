@@ -1,0 +1,166 @@
+"""Curves over nested prompt lengths measured on independent task blocks (C1, C2): slopes, ratios
+and increases, each with its delete-one jackknife standard error over the blocks (issue 23).
+
+The prompt lengths are nested (prompt ``L`` is the first ``L`` tokens of prompt ``2L``), so the
+points of one curve are correlated and the OLS residuals of a slope fit are no standard error.
+The unit of replication is the task block: every statistic is recomputed on each delete-one
+replicate (the curve reduced over the remaining blocks, then its slope, ratio, differences) and
+:func:`softlin.metrics.jackknife` gives the standard error.  The OLS standard error is kept beside
+it only as a diagnostic (``slope_se_ols``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import metrics, verdict
+from ..metrics import EXACT
+
+
+def log_slopes(Ls, y, mask=None) -> np.ndarray:
+    """OLS slopes of ``log10 y`` on ``log10 L`` along the last axis of ``y`` (over ``mask``)."""
+    x = np.log10(np.asarray(Ls, dtype=np.float64))
+    y = np.log10(np.maximum(np.asarray(y, dtype=np.float64), 1e-300))
+    if mask is not None:
+        x, y = x[mask], y[..., mask]
+    xc = x - x.mean()
+    return (y - y.mean(axis=-1, keepdims=True)) @ xc / np.sum(xc ** 2)
+
+
+def shape(Ls, curve) -> dict:
+    """The statistics of curves ``(..., n_L)`` the criteria read: slopes over the upper half of the
+    L range (``slope``), the whole range (``slope_full``) and the last four L (``slope_last4``),
+    first/last values, ``ratio`` last/first and the consecutive differences ``diffs`` (..., n_L - 1)."""
+    curve = np.asarray(curve, dtype=np.float64)
+    Ls = np.asarray(Ls)
+    out = dict(curve=curve, slope=log_slopes(Ls, curve, metrics.upper_half(Ls)),
+               slope_full=log_slopes(Ls, curve), first=curve[..., 0], last=curve[..., -1],
+               ratio=curve[..., -1] / curve[..., 0], diffs=np.diff(curve, axis=-1))
+    if len(Ls) >= 4:
+        out["slope_last4"] = log_slopes(Ls[-4:], curve[..., -4:])
+    return out
+
+
+def jackknife_shape(Ls, blocks, reduce):
+    """``(value, se)`` of :func:`shape` of ``reduce(blocks)`` (the curve from the blocks on the
+    leading axis), jackknifed over the blocks."""
+    return metrics.jackknife(lambda b: shape(Ls, reduce(b)), blocks)
+
+
+def rms(msq):
+    """RMS over blocks of per-block mean squares (equal block sizes): ``sqrt(mean_b msq_b)``."""
+    return np.sqrt(np.mean(msq, axis=0))
+
+
+def fit(val: dict, se: dict, idx, Ls, z: float, beta: float | None = None) -> dict:
+    """One curve's fit (entry ``idx`` of :func:`jackknife_shape`'s arrays) with its standard errors:
+    slopes, ratio, last value; ``n_increases``: the doublings where the curve rises by more than
+    ``z`` times the jackknife standard error of that rise (a deterministic function of the data and
+    ``z``, marked exact); ``n_increases_raw``: every rise (diagnostic);
+    ``slope_plus_beta = slope + beta`` when ``beta`` is given."""
+    def g(d, k):
+        return np.asarray(d[k])[idx]
+    curve, curve_se = g(val, "curve"), g(se, "curve")
+    up = metrics.upper_half(Ls)
+    out = dict(fit_L=[int(L) for L in np.asarray(Ls)[up]],
+               slope_se_ols=metrics.fit_slope(Ls, curve, up)[1])
+    for k in ("slope", "slope_full", "slope_last4", "ratio", "first", "last"):
+        if k in val:
+            metrics.put(out, k, float(g(val, k)), float(g(se, k)))
+    diffs, diffs_se = g(val, "diffs"), g(se, "diffs")
+    metrics.put(out, "n_increases", metrics.n_significant(diffs, diffs_se, z), EXACT)
+    out["n_increases_raw"] = int(np.sum(diffs > 0))
+    rel = curve_se / curve
+    metrics.put(out, "rel_se_max", float(rel.max()), EXACT)
+    out["rel_se_last"] = float(rel[-1])
+    metrics.put(out, "last_over_se", float(curve[-1] / max(float(curve_se[-1]), 1e-300)), EXACT)
+    if beta is not None:
+        metrics.put(out, "slope_plus_beta", out["slope"] + beta, out["slope_se"])
+    return out
+
+
+def rows(val: dict, se: dict, idx) -> tuple[np.ndarray, np.ndarray]:
+    """The curve and its jackknife standard error at entry ``idx``."""
+    return np.asarray(val["curve"])[idx], np.asarray(se["curve"])[idx]
+
+
+def mapping(fits: dict, key: str) -> tuple[dict, dict]:
+    """``({label: fit[key]}, {label: fit[key + "_se"]})`` over ``fits`` (label -> fit)."""
+    return {k: f[key] for k, f in fits.items()}, {k: f[key + "_se"] for k, f in fits.items()}
+
+
+def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
+    """``out[name]``, ``out[name + "_se"]`` from :func:`mapping` (``"exact"`` if every se is)."""
+    v, s = mapping(fits, key)
+    if s and all(x == EXACT for x in s.values()):
+        s = EXACT
+    return metrics.put(out, name, v, s)
+
+
+# --------------------------------------------------------------------------- replication needed
+SE_NOTE = (
+    "## Standard errors\n\n"
+    "Every slope, ratio and rise is recomputed on each delete-one replicate of the independent task "
+    "blocks and its standard error is the jackknife's (the prompt lengths are nested, so OLS residuals "
+    "over L are no standard error; the OLS value is kept in the metrics as `slope_se_ols`, often 2x "
+    "smaller). An increase counts only where the rise exceeds z of its own jackknife standard errors "
+    "(a deterministic count, `exact`). Caveat: the variance of a block's mean squared gap is finite only "
+    "for lambda_max(M) < 1/4 (it involves E[exp(2 s)], docs/maths.md#threshold); at probes beyond 1/4 "
+    "the jackknife standard error is itself a noisy, optimistic estimate, so decisions there rest on "
+    "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
+    "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
+    "errors (docs/c1c2_uncertainty.md).\n")
+
+def _distance(op: str, thr, x: float) -> float:
+    edges = thr if op in ("between", "outside") else [thr]
+    return min(abs(x - e) for e in edges)
+
+
+def needed(verdicts: list[dict], units) -> list[dict]:
+    """For every undecided test entry (value +/- z se straddling its threshold): the replication
+    that would decide it at the present estimate, from se ~ 1/sqrt(n):
+    ``n_needed = ceil(n (z se / |value - threshold|)^2)``.  ``units(path)`` gives ``(n, unit)``,
+    the replication behind the value at ``path``.  One row per undecided entry."""
+    out = []
+    for v in verdicts:
+        for t in v["tests"] + v.get("preconditions", []):
+            if t["outcome"] != "undecided" or t.get("exact"):
+                continue
+            z = t["z"]
+            x, s = t["value"], t.get("se")
+            entries = ([(k, x[k], s[k] if isinstance(s, dict) else s) for k in x] if isinstance(x, dict)
+                       else [(None, x, s)])
+            n, unit = units(t["measured"])
+            for label, xv, sv in entries:
+                if sv is None or isinstance(sv, str):
+                    continue
+                outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, z)
+                if outcome != "undecided":
+                    continue
+                d = _distance(t["op"], t["threshold"], xv)
+                n_need = math.inf if d == 0 else math.ceil(n * (z * sv / d) ** 2)
+                out.append(dict(id=v["id"], measured=t["measured"], label=label, value=xv, se=sv,
+                                threshold=t["threshold"], op=t["op"], n=n, unit=unit, n_needed=n_need,
+                                factor=n_need / n))
+    return out
+
+
+def needed_markdown(rows_: list[dict]) -> str:
+    """The rows of :func:`needed` as a Markdown section (empty string if none)."""
+    if not rows_:
+        return ""
+    lines = ["## Replication needed to decide the undecided tests", "",
+             "At the present estimate, with the standard error shrinking as 1/sqrt(n) (n the independent "
+             "replicates behind it), a test decides once z se < |value - threshold|: "
+             "n_needed = ceil(n (z se / |value - threshold|)^2).", "",
+             "| criterion | measured | value +/- se | threshold | n now | n needed (x now) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows_:
+        name = r["measured"] + (f"[{r['label']}]" if r["label"] is not None else "")
+        need = "never (on the threshold)" if math.isinf(r["n_needed"]) else \
+            f"{r['n_needed']} ({r['factor']:.1f}x)"
+        lines.append(f"| {r['id']} | `{name}` | {r['value']:.4g} +/- {r['se']:.3g} | {r['op']} {r['threshold']} "
+                     f"| {r['n']} {r['unit']} | {need} |")
+    return "\n".join(lines) + "\n"
