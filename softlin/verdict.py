@@ -269,10 +269,10 @@ def _fmt(x) -> str:
 
 
 def fmt_test(r: dict) -> str:
-    """A test's reading for the table: ``value +/- se`` (``(exact)``), for a mapping the entry that
-    decided it, and the outcome when not holds."""
+    """A test's reading for the table: the last two parts of its path, ``value +/- se``
+    (``(exact)``), for a mapping the entry that decided it, and the outcome when not holds."""
     d = r["decided_by"]
-    name = r["measured"].split(".")[-1] + (f"[{d['label']}]" if d["label"] is not None else "")
+    name = ".".join(r["measured"].split(".")[-2:]) + (f"[{d['label']}]" if d["label"] is not None else "")
     if d["se"] is not None:
         val = f"{_fmt(d['value'])} +/- {_fmt(d['se'])}"
     else:

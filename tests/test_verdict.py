@@ -312,14 +312,14 @@ def test_config_criteria_are_well_formed():
 def test_overview_table_counts_claims_only():
     """The table of every verdict: one row per criterion, value +/- s.e. as in the claim's table,
     tallies per claim; the reStructuredText version has the same rows."""
-    crit = [{"id": "A1", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]},
-            {"id": "A2", "statement": "s", "all": [{"measured": "x", "op": ">", "value": 0.7}]}]
-    claims = {"c8": [verdict.evaluate(c, {"x": 0.5, "x_se": 0.1}) for c in crit],
-              "c9": [verdict.evaluate(crit[0], {"x": 2.0, "x_se": "exact"})]}
+    crit = [{"id": "A1", "statement": "s", "all": [{"measured": "a.b.x", "op": "<", "value": 1}]},
+            {"id": "A2", "statement": "s", "all": [{"measured": "a.b.x", "op": ">", "value": 0.7}]}]
+    claims = {"c8": [verdict.evaluate(c, {"a": {"b": {"x": 0.5, "x_se": 0.1}}}) for c in crit],
+              "c9": [verdict.evaluate(crit[0], {"a": {"b": {"x": 2.0, "x_se": "exact"}}})]}
     md = verdict.overview_markdown(claims)
-    assert "| C8 | A1 | **PASS** | x = 0.5 +/- 0.1 | `x < 1` |" in md
-    assert "| C8 | A2 | **FAIL** | x = 0.5 +/- 0.1 [fails] | `x > 0.7` |" in md
-    assert "| C9 | A1 | **FAIL** | x = 2 (exact) [fails] | `x < 1` |" in md
+    assert "| C8 | A1 | **PASS** | b.x = 0.5 +/- 0.1 | `a.b.x < 1` |" in md
+    assert "| C8 | A2 | **FAIL** | b.x = 0.5 +/- 0.1 [fails] | `a.b.x > 0.7` |" in md
+    assert "| C9 | A1 | **FAIL** | b.x = 2 (exact) [fails] | `a.b.x < 1` |" in md
     assert "C8: 1 PASS, 1 FAIL, 0 INCONCLUSIVE; C9: 0 PASS, 1 FAIL, 0 INCONCLUSIVE" in md
     rst = verdict.overview_rst(claims)
     assert rst.count("   * - C8") == 2 and rst.count("   * - C9") == 1
