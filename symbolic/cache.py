@@ -1,19 +1,22 @@
-"""On-disk cache of derivations: pickle keyed by (id, version, sympy version, source of symbolic/).
+"""On-disk cache of derivations: pickle keyed by (id, version, sympy version, source of symbolic/),
+stored behind a sha256 of its bytes that is checked on every load.
 
 The source digest makes any edit of a derivation, or of the tools it uses, a cache miss, so a
 stale result can never be served after the code changed (the version string need not be bumped).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import pickle
+import warnings
 from pathlib import Path
 
 import sympy as sp
 
-from softlin.io import exclusive
+from softlin.io import atomic_path, exclusive
 
 
 def cache_dir() -> str:
@@ -37,19 +40,49 @@ def source_digest() -> str:
 
 
 def _path(did: str, version: str) -> str:
-    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}|src-{source_digest()}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}|src-{source_digest()}|fmt-2".encode()).hexdigest()[:16]
     return os.path.join(cache_dir(), f"{did}-{key}.pkl")
 
 
+_MAGIC = b"softlin-symbolic-cache v2 sha256 "
+
+
+def _pack(out) -> bytes:
+    """An entry's bytes: a header with the sha256 of the pickle, then the pickle."""
+    payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    return _MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def _unpack(blob: bytes):
+    """The value of an entry's bytes; ValueError when the header or the digest does not match."""
+    head, sep, payload = blob.partition(b"\n")
+    if not sep or not head.startswith(_MAGIC):
+        raise ValueError("no digest header")
+    if hashlib.sha256(payload).hexdigest().encode() != head[len(_MAGIC):]:
+        raise ValueError("content digest mismatch")
+    return pickle.loads(payload)
+
+
 def _load(path: str):
-    """The cached value, or None when absent, corrupt or incompatible."""
-    if os.path.exists(path):
-        try:
-            with open(path, "rb") as fh:
-                return (pickle.load(fh),)
-        except Exception:  # corrupt / incompatible entry: recompute
-            pass
-    return None
+    """The cached value (in a 1-tuple), or None when absent.  An entry whose digest does not match
+    its content, or that fails to unpickle, is reported (one warning), removed and recomputed."""
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        warnings.warn(f"softlin: symbolic cache entry {path} unreadable ({err}): recomputing",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    try:
+        return (_unpack(blob),)
+    except Exception as err:  # corrupt (bit flip, truncation) or incompatible entry: remove, recompute
+        warnings.warn(f"softlin: symbolic cache entry {path} is corrupt ({type(err).__name__}: "
+                      f"{str(err)[:100]}): removed, recomputing", RuntimeWarning, stacklevel=3)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        return None
 
 
 def cached_call(did: str, version: str, fn, fresh: bool = False):
@@ -67,13 +100,11 @@ def cached_call(did: str, version: str, fn, fresh: bool = False):
 
 
 def _store(path: str, out):
-    """Write ``out`` to the cache atomically (a failed write only loses the caching); return it."""
+    """Write ``out`` to the cache atomically, with its digest (a failed write, a full disk
+    included, only loses the caching and leaves no temporary file); return it."""
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump(out, fh)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(_pack(out))
     except OSError:
         pass
     return out
