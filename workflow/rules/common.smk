@@ -6,6 +6,7 @@ import numpy as np
 import yaml
 from snakemake.utils import validate
 
+from softlin.claims import c5_protocol as c5_protocol_text
 from softlin.claims import metric_names
 from softlin.tasks import check_sigma
 
@@ -338,6 +339,7 @@ def c5_protocol():
             "restarts", "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every",
             "description")
     out = {k: c5[k] for k in keys}
+    out["deviation"] = c5_protocol_text.deviation(c5)  # from the settings, never c5.deviation's free text
     out["n_test"] = c5["eval"]["n_test"]
     out["convergence"] = dict(c5["convergence"])
     return out
