@@ -405,7 +405,8 @@ def load_checkpoint(path, like: State, fp: str, report=None):
 
 class _Stop:
     """SIGINT / SIGTERM during training: recorded here by the handler, acted on by the loop
-    (which waits for a chunk in short polls, so it notices within a fraction of a second)."""
+    (which waits for a chunk in short polls, so it notices within a fraction of a second): the
+    process reports where its last checkpoint is and exits with status 128 + the signal number."""
 
     def __init__(self):
         self.signum = None
@@ -445,9 +446,13 @@ class _Stop:
         msg = f"stopped by {name}: {where}; rerun to resume"
         if progress:
             progress(msg)
-        if self.signum == signal.SIGINT:
-            raise KeyboardInterrupt(msg)
-        raise SystemExit(128 + self.signum)
+        # a computation still in flight would hold the interpreter's exit until it ends (a whole
+        # chunk, minutes at the paper's settings): leave at once, the files on disk are complete
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + self.signum)
 
 
 # --------------------------------------------------------------------------- driver

@@ -204,6 +204,39 @@ def _check_semantics(cfg):
     return sigmas
 
 
+def _forward_interrupt_to_jobs():
+    """Ctrl-C sent to the ``snakemake`` process alone (``kill -INT PID``) left running jobs to run
+    to their end (Snakemake waits for them): the jobs now get SIGTERM at once (a C5 training job
+    stops within a fraction of a second, its last checkpoint kept), then Snakemake handles the
+    interrupt as before.  Installed once per process, only in its main thread."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if getattr(prev, "_softlin", False) or not callable(prev):
+        return
+
+    def forward(signum, frame):
+        try:
+            import psutil
+
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    child.send_signal(signal.SIGTERM)
+                except psutil.Error:
+                    pass
+        except Exception:
+            pass
+        prev(signum, frame)
+
+    forward._softlin = True
+    signal.signal(signal.SIGINT, forward)
+
+
+_forward_interrupt_to_jobs()
+
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
 config, SIGMAS = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
 PRESET = config["preset"]
