@@ -97,8 +97,9 @@ def placeholders(cfg: dict) -> dict[str, list[str]]:
     c1 = cfg.get("c1") or {}
     out["c1_setting"] = list((c1.get("settings") or {}))
     c2 = cfg.get("c2") or {}
-    out["c2_sweep"] = list(((c2.get("sweep") or {}).get("settings")) or [])
-    out["c2_trajectory"] = list(((c2.get("trajectory") or {}).get("settings")) or [])
+    both = ["isotropic", "anisotropic"]  # the schema's defaults, for a config not yet validated
+    out["c2_sweep"] = list((c2.get("sweep") or {}).get("settings", both))
+    out["c2_trajectory"] = list((c2.get("trajectory") or {}).get("settings", both))
     c3 = cfg.get("c3") or {}
     fits = []
     for name, st in (c3.get("settings") or {}).items():

@@ -79,17 +79,18 @@ def _schema_message(err):
     return f"config key '{key}': {problem}{allowed}"
 
 
-def _check_finite(value, key=""):
+def _check_finite(cfg):
     """Every number of the config finite (YAML's .nan / .inf and the command line's nan / inf pass
     a JSON schema's ``type: number`` and its bounds, since comparisons with NaN are false)."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_finite(v, f"{key}.{k}" if key else str(k))
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _check_finite(v, f"{key}[{i}]")
-    elif isinstance(value, float) and not np.isfinite(value):
-        raise ValueError(f"config key '{key}': {value!r} is not a finite number")
+    stack = [("", cfg)]
+    while stack:  # iterative: an error's traceback stays two lines
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            stack += [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"config key '{key}': {value!r} is not a finite number")
 
 
 def _typed(value):
