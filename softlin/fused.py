@@ -114,7 +114,10 @@ def _file_digest(path: Path) -> str:
 
 def _discard(lib: Path) -> None:
     for p in (lib, _digest_path(lib)):
-        p.unlink(missing_ok=True)
+        try:
+            p.unlink(missing_ok=True)
+        except OSError:
+            pass  # then the rebuild's rename reports the cache's problem
 
 
 def _load_check(lib: Path) -> str:
@@ -146,11 +149,14 @@ def _verified(lib: Path) -> bool:
         if want is not None and want == _file_digest(lib):
             return True
         problem = "content does not match its digest" if want is not None else _load_check(lib)
-        if not problem:
-            digest.write_text(_file_digest(lib) + "\n")
-            return True
     except OSError as err:
         problem = str(err)
+    if not problem:
+        try:
+            digest.write_text(_file_digest(lib) + "\n")
+        except OSError:
+            pass  # a read-only cache: checked in a child process, usable; checked again next time
+        return True
     warnings.warn(f"softlin: kernel library {lib} is corrupt ({problem}): removed, rebuilding",
                   RuntimeWarning, stacklevel=3)
     _discard(lib)
