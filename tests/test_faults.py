@@ -322,6 +322,33 @@ def test_disk_full_leaves_no_temporary_file(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "sym").iterdir() if not p.name.endswith(".lock")] == []
 
 
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 64 KiB tmpfs (root only, where the container allows mounts; else the test is skipped)."""
+    where = tmp_path / "tiny"
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_real_full_disk(tiny_tmpfs):
+    """The same on a real full file system (a 64 KiB tmpfs)."""
+    with pytest.raises(io.DiskFull, match=f"disk full while writing {tiny_tmpfs / 'big.npz'}"):
+        io.save_npz(tiny_tmpfs / "big.npz", x=np.zeros(100_000))
+    with pytest.raises(io.DiskFull, match="disk full while writing"):
+        io.write_text(tiny_tmpfs / "big.txt", "x" * 200_000)
+    assert os.listdir(tiny_tmpfs) == []
+    io.save_npz(tiny_tmpfs / "small.npz", x=np.zeros(10))  # the space is free again
+    assert os.listdir(tiny_tmpfs) == ["small.npz"]
+
+
 # --------------------------------------------------------------------------- 4: checkpoints
 SIGMA = online.kms_sigma(5, 0.5)
 KW = dict(parametrisation="qkvo", seed=1, init_seed=2, steps=60, batch=8,
