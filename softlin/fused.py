@@ -91,12 +91,76 @@ def build() -> Path:
     key = hashlib.sha256(blob + " ".join([cxx, *flags, jaxlib.__version__, sys.platform,
                                           _cpu_id()]).encode()).hexdigest()[:16]
     out = _cache_dir() / f"softlin_kernels-{key}.so"
-    if out.exists():
+    if _verified(out):
         return out
     with exclusive(out.with_name(out.name + ".lock")):  # jobs started at once build it once
-        if not out.exists():
+        if not _verified(out):
             _compile(cxx, out)
+            problem = _load_check(out)
+            if problem:
+                _discard(out)
+                raise OSError(f"the freshly built kernel library {out} does not load: {problem}")
+            _digest_path(out).write_text(_file_digest(out) + "\n")
     return out
+
+
+def _digest_path(lib: Path) -> Path:
+    return lib.with_name(lib.name + ".sha256")
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _discard(lib: Path) -> None:
+    for p in (lib, _digest_path(lib)):
+        try:
+            p.unlink(missing_ok=True)
+        except OSError:
+            pass  # then the rebuild's rename reports the cache's problem
+
+
+def _load_check(lib: Path) -> str:
+    """Load ``lib`` and look up every handler in a child process (a truncated library kills the
+    loader with SIGBUS: never in this process); '' when it loads, else what went wrong."""
+    symbols = [symbol for _, symbol in TARGETS.values()]
+    code = ("import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\n"
+            "for s in sys.argv[2:]:\n    getattr(lib, s)\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code, str(lib), *symbols], capture_output=True,
+                           text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return str(err)
+    if r.returncode == 0:
+        return ""
+    last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+    return last if r.returncode > 0 else f"killed by signal {-r.returncode} ({last})"
+
+
+def _verified(lib: Path) -> bool:
+    """Whether the cached library ``lib`` can be used: its content matches the digest written after
+    its build was checked (a library from before digests is load-checked in a child process and
+    then given one).  A corrupt entry is reported once, removed (and then rebuilt by the caller)."""
+    if not lib.exists():
+        return False
+    digest = _digest_path(lib)
+    try:
+        want = digest.read_text().strip() if digest.exists() else None
+        if want is not None and want == _file_digest(lib):
+            return True
+        problem = "content does not match its digest" if want is not None else _load_check(lib)
+    except OSError as err:
+        problem = str(err)
+    if not problem:
+        try:
+            digest.write_text(_file_digest(lib) + "\n")
+        except OSError:
+            pass  # a read-only cache: checked in a child process, usable; checked again next time
+        return True
+    warnings.warn(f"softlin: kernel library {lib} is corrupt ({problem}): removed, rebuilding",
+                  RuntimeWarning, stacklevel=3)
+    _discard(lib)
+    return False
 
 
 def _compile(cxx: str, out: Path) -> None:
@@ -109,8 +173,11 @@ def _compile(cxx: str, out: Path) -> None:
             objs.append(str(obj))
         tmp = out.with_name(f"{out.name}.{socket.gethostname()}.{os.getpid()}."
                             f"{uuid.uuid4().hex[:8]}.tmp")
-        _run([cxx, *objs, *link_flags(), "-o", str(tmp)])
-        tmp.replace(out)
+        try:
+            _run([cxx, *objs, *link_flags(), "-o", str(tmp)])
+            tmp.replace(out)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def available() -> bool:
@@ -128,9 +195,9 @@ def available() -> bool:
                 ok = True
             except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired,
                     FileNotFoundError) as err:
-                detail = getattr(err, "stderr", "") or str(err)
-                warnings.warn(f"softlin: fused C++ kernel unavailable, using the XLA formula "
-                              f"({str(detail).strip()[:300]})", RuntimeWarning, stacklevel=2)
+                detail = " ".join(str(getattr(err, "stderr", "") or err).split())
+                warnings.warn(f"softlin: C++ kernel cannot be built or loaded (cache {_cache_dir()}): "
+                              f"{detail[:300]}; using the XLA formula", RuntimeWarning, stacklevel=2)
         _STATE["ok"] = ok
     return _STATE["ok"]
 
@@ -140,8 +207,28 @@ def use_kernels() -> bool:
     return jax.default_backend() == "cpu" and available()
 
 
+def check_length(L, l_max: int) -> None:
+    """Raise the same ValueError on both paths when a concrete prompt length ``L`` is outside
+    ``[1, l_max]`` (the C++ kernel also refuses it at run time, the XLA formula gives NaN, for a
+    traced ``L`` that no Python check can see)."""
+    try:
+        value = int(L)
+    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError):
+        return  # traced: checked when the program runs
+    if not 1 <= value <= l_max:
+        raise ValueError(f"softmax_moments: prompt length L = {value} outside [1, l_max = {l_max}]")
+
+
 def softmax_moments_xla(U, v, zT, zq, L):
-    """Pure-XLA ``(E_p[z], E_p[(v.z) z])`` over the first L tokens; zT (n, D, l_max), zq (n, Q, D)."""
+    """Pure-XLA ``(E_p[z], E_p[(v.z) z])`` over the first L tokens; zT (n, D, l_max), zq (n, Q, D).
+    A prompt length outside ``[1, l_max]`` raises (concrete) or gives NaN (traced)."""
+    check_length(L, zT.shape[-1])
+    m1, m2 = _moments_xla(U, v, zT, zq, L)
+    bad = (L < 1) | (L > zT.shape[-1])
+    return jnp.where(bad, jnp.nan, m1), jnp.where(bad, jnp.nan, m2)
+
+
+def _moments_xla(U, v, zT, zq, L):
     a = zq @ U.T
     vz = jnp.sum(v[:, None] * zT, axis=1)
     keep = jnp.arange(zT.shape[-1]) < L
@@ -156,7 +243,9 @@ def softmax_moments_xla(U, v, zT, zq, L):
 
 
 def softmax_moments(U, v, zT, zq, L):
-    """``(E_p[z], E_p[(v.z) z])`` per task and query over the first ``L`` tokens (L may be traced)."""
+    """``(E_p[z], E_p[(v.z) z])`` per task and query over the first ``L`` tokens (L may be traced;
+    a concrete L outside ``[1, l_max]`` raises the same ValueError on both paths)."""
+    check_length(L, zT.shape[-1])
     if use_kernels():
         out = jax.ShapeDtypeStruct(zq.shape, jnp.float64)
         call = jax.ffi.ffi_call(_TARGET, (out, out), vmap_method="sequential")

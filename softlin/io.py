@@ -4,6 +4,7 @@ an exclusive lock for caches that several processes may fill at once."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from pathlib import Path
@@ -17,25 +18,42 @@ def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
 
 
-def save_npz(path, **arrays) -> None:
-    """``numpy.savez`` written atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    np.savez(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
-    tmp.replace(path)
+class DiskFull(OSError):
+    """ENOSPC (or a full quota) while writing a file: ``disk full while writing PATH``."""
 
 
-def write_text(path, text: str) -> None:
-    """``text`` written atomically: to a temporary file in the same directory, then renamed."""
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path``; on a clean exit rename it onto ``path``.
+
+    Whatever happens in the block (an error, a full disk, an interrupt) the temporary file is
+    removed, so failed writes never accumulate hidden files.  ``ENOSPC`` / ``EDQUOT`` are re-raised
+    as :class:`DiskFull` ("disk full while writing PATH")."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp(path)
     try:
-        tmp.write_text(text)
+        yield tmp
         os.replace(tmp, path)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(err.errno, f"disk full while writing {path}") from err
+        raise
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def save_npz(path, **arrays) -> None:
+    """``numpy.savez`` written atomically (no temporary file left behind on failure)."""
+    with atomic_path(path) as tmp:
+        np.savez(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
+
+
+def write_text(path, text: str) -> None:
+    """``text`` written atomically: to a temporary file in the same directory, then renamed."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 @contextlib.contextmanager

@@ -341,18 +341,36 @@ def fingerprint(**settings) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def previous_checkpoint(path) -> Path:
+    """Where :func:`save_checkpoint` keeps the checkpoint before the last one (``L10.prev.npz``)."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
+
+
 def save_checkpoint(path, state: State, losses: dict, fp: str) -> None:
+    """Write the state atomically, keeping the previous checkpoint as :func:`previous_checkpoint`
+    (a checkpoint that later fails to load leaves one to resume from)."""
+    path = Path(path)
     leaves = jax.tree.leaves((state.params, state.opt))
+    if path.exists():
+        os.replace(path, previous_checkpoint(path))
     save_npz(path, step=np.asarray(state.step), fingerprint=np.array(fp),
              **{f"loss_{m}": x for m, x in losses.items()},
              **{f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)})
 
 
-def load_checkpoint(path, like: State, fp: str):
-    """(state, losses) from ``path`` if it exists and was written by the same settings, else None."""
+def set_aside(path) -> Path:
+    """Rename an unreadable file to ``<name>.corrupt[-N]<suffix>`` beside it; return the new path."""
     path = Path(path)
-    if not path.exists():
-        return None
+    for n in range(1000):
+        new = path.with_name(f"{path.stem}.corrupt{'' if n == 0 else f'-{n}'}{path.suffix}")
+        if not new.exists():
+            os.replace(path, new)
+            return new
+    raise FileExistsError(f"too many set-aside copies of {path}")
+
+
+def _read_checkpoint(path: Path, like: State, fp: str):
     with np.load(path) as f:
         if str(f["fingerprint"]) != fp:
             return None
@@ -361,6 +379,80 @@ def load_checkpoint(path, like: State, fp: str):
         params, opt = jax.tree.unflatten(treedef, leaves)
         losses = {m: np.asarray(f[f"loss_{m}"]) for m in like.params}
         return State(params, opt, jnp.asarray(f["step"])), losses
+
+
+def load_checkpoint(path, like: State, fp: str, report=None):
+    """(state, losses) from ``path`` (or, when it is missing or unreadable, from the previous
+    checkpoint) if written by the same settings, else None.  A checkpoint that fails to load is
+    reported with its path (``report``, and a warning) and set aside (:func:`set_aside`)."""
+    import warnings
+
+    path = Path(path)
+    for cand in (path, previous_checkpoint(path)):
+        if not cand.exists():
+            continue
+        try:
+            return _read_checkpoint(cand, like, fp)
+        except Exception as err:  # truncated, garbled, missing entries: set it aside, fall back
+            new = set_aside(cand)
+            msg = (f"checkpoint {cand} does not load ({type(err).__name__}: {str(err)[:120]}): "
+                   f"set aside as {new.name}; resuming from the previous checkpoint or step 0")
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            if report:
+                report(msg)
+    return None
+
+
+class _Stop:
+    """SIGINT / SIGTERM during training: recorded here by the handler, acted on by the loop
+    (which waits for a chunk in short polls, so it notices within a fraction of a second): the
+    process reports where its last checkpoint is and exits with status 128 + the signal number."""
+
+    def __init__(self):
+        self.signum = None
+        self.saved = {}
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        self.signum = signum
+
+    def __exit__(self, *exc):
+        import signal
+
+        for sig, old in self.saved.items():
+            signal.signal(sig, old)
+        return False
+
+    def wait(self, tree) -> bool:
+        """Block until every array of ``tree`` is computed or a signal came; True if one came."""
+        leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
+        while self.signum is None and not all(x.is_ready() for x in leaves):
+            time.sleep(0.02)
+        return self.signum is not None
+
+    def stop(self, checkpoint, progress) -> None:
+        import signal
+
+        name = signal.Signals(self.signum).name
+        where = "no checkpoint" if checkpoint is None else f"the last checkpoint {checkpoint} is kept"
+        msg = f"stopped by {name}: {where}; rerun to resume"
+        if progress:
+            progress(msg)
+        # a computation still in flight would hold the interpreter's exit until it ends (a whole
+        # chunk, minutes at the paper's settings): leave at once, the files on disk are complete
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + self.signum)
 
 
 # --------------------------------------------------------------------------- driver
@@ -416,16 +508,36 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
                      setup=setup._replace(opt=opt._asdict(), unroll=None), chunk=chunk, code_version=code_version)
     losses = {m: np.zeros((len(runs), 0)) for m in models}
     if checkpoint is not None:
-        got = load_checkpoint(checkpoint, state, fp)
+        got = load_checkpoint(checkpoint, state, fp, report=progress)
         if got is not None and int(got[0].step) <= steps:
             state, losses = got
             if progress:
                 progress(f"resumed from {checkpoint} at step {int(state.step)}")
     n_logs = chunk // log_every
+    with _Stop() as stop:
+        state, losses, t_run, n_run = _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models,
+                                            checkpoint, fp, progress, stop_after_chunks, stop)
+    out = {"loss_step": np.arange(1, losses[models[0]].shape[1] + 1) * log_every,
+           "step": int(state.step), "steps_per_s": (n_run / t_run) if n_run else float("nan"),
+           "L": np.asarray(Ls)}
+    for m in models:
+        uv = jax.vmap(as_uv)(state.params[m])
+        out[m] = {"params": jax.tree.map(np.asarray, state.params[m]),
+                  "uv": Params(np.asarray(uv.U), np.asarray(uv.v)), "loss": losses[m]}
+    return out
+
+
+def _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models, checkpoint, fp, progress,
+          stop_after_chunks, stop: _Stop):
+    """The chunks of :func:`train`, checkpointed after each; stops at once on SIGINT / SIGTERM."""
     done_chunks, t_run, n_run = 0, 0.0, 0
     while int(state.step) < steps:
+        if stop.signum is not None:
+            stop.stop(checkpoint, progress)
         t0 = time.perf_counter()
         state, lg = run_chunk(state, law, setup, n_logs)
+        if stop.wait((state, lg)):  # the chunk's work is lost; the last checkpoint stays
+            stop.stop(checkpoint, progress)
         lg = {m: np.asarray(x) for m, x in lg.items()}  # waits for the chunk: progress is work done
         dt = time.perf_counter() - t0
         if done_chunks > 0:  # the first call of this process includes compilation
@@ -445,14 +557,7 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
                      f"loss {last}")
         if stop_after_chunks is not None and done_chunks >= stop_after_chunks:
             break
-    out = {"loss_step": np.arange(1, losses[models[0]].shape[1] + 1) * log_every,
-           "step": int(state.step), "steps_per_s": (n_run / t_run) if n_run else float("nan"),
-           "L": np.asarray(Ls)}
-    for m in models:
-        uv = jax.vmap(as_uv)(state.params[m])
-        out[m] = {"params": jax.tree.map(np.asarray, state.params[m]),
-                  "uv": Params(np.asarray(uv.U), np.asarray(uv.v)), "loss": losses[m]}
-    return out
+    return state, losses, t_run, n_run
 
 
 # --------------------------------------------------------------------------- evaluation helpers

@@ -8,7 +8,6 @@ covariates (n_pairs, n_query, d); tasks are stacked ``[w; -w]`` with shared cova
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -80,11 +79,10 @@ class Tasks:
 
     def save(self, path) -> None:
         """Write the tasks to an ``.npz`` file (atomically: a temporary file, then a rename)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, x=self.x, w=self.w, xq=self.xq, sigma=self.sigma,
+        from .io import save_npz
+
+        save_npz(path, x=self.x, w=self.w, xq=self.xq, sigma=self.sigma,
                  token_kind=np.array(self.token_kind), seed=np.array(self.seed))
-        tmp.replace(path)
 
     @classmethod
     def load(cls, path) -> "Tasks":

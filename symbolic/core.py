@@ -110,11 +110,40 @@ def to_json(der: Derivation) -> dict:
     }
 
 
-def write_all(outdir: str) -> list[str]:
-    """Write S1.md, S1.json, ... into `outdir`, each atomically (``softlin.io.write_text``); return the paths."""
+_WRITER = "SOFTLIN_SYMBOLIC_WRITER"
+
+
+def write_all(outdir: str, ids=None) -> list[str]:
+    """Write S1.md, S1.json, ... (``ids``: those derivations only; default all) into `outdir`,
+    each atomically (``softlin.io.write_text``); return the paths.
+
+    The files are byte-identical whatever this process's ``PYTHONHASHSEED``: the derivations are
+    computed into the cache (each in a fresh process under seed 0, :func:`symbolic.cache.cached_call`)
+    and then printed by a fresh process under seed 0 that reads them back from the cache (sympy
+    rebuilds an unpickled expression, and the form it rebuilds follows the seed and the history)."""
+    if os.environ.get(_WRITER) != "1":
+        import subprocess
+        import sys
+        import warnings
+
+        ids = sorted(DERIVATIONS) if ids is None else list(ids)
+        for did in ids:
+            get(did)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONHASHSEED="0", **{_WRITER: "1"},
+                   PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+        code = "import sys, symbolic\nfor p in symbolic.write_all(sys.argv[1], sys.argv[2:]):\n    print(p)\n"
+        try:
+            r = subprocess.run([sys.executable, "-c", code, str(outdir), *ids], env=env, check=True,
+                               capture_output=True, text=True, timeout=3600)
+            return r.stdout.splitlines()
+        except (OSError, subprocess.SubprocessError) as err:
+            warnings.warn(f"softlin: printing the derivations in a PYTHONHASHSEED=0 process failed "
+                          f"({str(getattr(err, 'stderr', '') or err).strip()[-200:]}); printing here "
+                          "(the files may then depend on the hash seed)", RuntimeWarning, stacklevel=2)
     os.makedirs(outdir, exist_ok=True)
     paths = []
-    for did in sorted(DERIVATIONS):
+    for did in (sorted(DERIVATIONS) if ids is None else ids):
         der = get(did)
         for ext, text in (("md", to_markdown(der)), ("json", json.dumps(to_json(der), indent=1))):
             p = os.path.join(outdir, f"{did}.{ext}")

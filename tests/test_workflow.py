@@ -56,7 +56,7 @@ BAD_CONFIGS = [
     ("c3: {steps: ten}", "steps"),
     ("c3: {no_such_knob: 1}", "no_such_knob"),
     ("c3: {settings: {isotropic: {sigma: [[1, 2, 0], [2, 1, 0], [0, 0, 1]]}}}", "c3.settings.isotropic.sigma"),
-    ("c3: {settings: {anisotropic: {sigma: [2.0, 0.0, 0.5]}}}", "['anisotropic']['sigma']"),  # singular diagonal
+    ("c3: {settings: {anisotropic: {sigma: [2.0, 0.0, 0.5]}}}", "c3.settings.anisotropic.sigma"),  # singular diagonal
     ("c3: {record_every: 7}", "c3.record_every"),
     ("c5: {optimizer: {warmup: 40000}}", "c5.optimizer.warmup"),
     ("preset: nonexistent", "preset"),

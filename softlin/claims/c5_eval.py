@@ -263,16 +263,23 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict, init_seeds: 
             runs[k]["init_seed"] = init_seeds[k]
     bad = sorted(k for k, r in runs.items() if not r["converged"])
     drops = {k: r["rel_drop_end"] for k, r in runs.items()}
-    out["convergence"] = {"runs": runs, "n_runs": len(runs), "n_unconverged": len(bad),
-                          "unconverged": bad, "n_never_escaped": sum(r["escape_step"] is None
-                                                                     for r in runs.values()),
-                          "rel_drop_end_max": float(max(drops.values())),
-                          "worst_run": max(drops, key=drops.get)}
-    below = 0
+    # a NaN (a diverged run, a NaN risk) makes every count and maximum over the runs NaN: a count
+    # that skips it (NaN < x is False) would read as a clean result
+    nan_run = any(not np.isfinite(r["rel_drop_end"]) or not np.isfinite(r.get("risk", 0.0))
+                  for r in runs.values())
+    out["convergence"] = {"runs": runs, "n_runs": len(runs),
+                          "n_unconverged": float("nan") if nan_run else len(bad),
+                          "unconverged": bad,
+                          "n_never_escaped": float("nan") if nan_run else sum(r["escape_step"] is None
+                                                                              for r in runs.values()),
+                          "rel_drop_end_max": float(np.max(list(drops.values()))),
+                          "worst_run": max(drops, key=lambda k: np.inf if np.isnan(drops[k]) else drops[k])}
+    below = 0.0
     for r in rows:
         for k in ("softmax_minus_ridge", "linear_minus_ridge"):
-            below += int(r[k] < -3 * r[f"{k}_se"])
-    out["n_below_bayes_3se"] = below
+            gap, se = float(r[k]), float(r[f"{k}_se"])
+            below += float("nan") if not (np.isfinite(gap) and np.isfinite(se)) else int(gap < -3 * se)
+    out["n_below_bayes_3se"] = below if np.isnan(below) else int(below)
     out["R_inf_test"] = float(np.mean([r["R_limit_opt"] for r in rows]))
     out["R_inf_exact"] = noise
     return out

@@ -120,10 +120,10 @@ rule c1_verdict:
         metrics="results/c1/c1_concentration.json",
         code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
     output:
-        json="results/c1/verdict.json",
-        md="results/c1/verdict.md",
-        consistency="results/c1/consistency.json",
-        html=report("results/c1/verdict.html", category="C1 concentration", caption="../report/verdict.rst"),
+        json=update("results/c1/verdict.json"),
+        md=update("results/c1/verdict.md"),
+        consistency=update("results/c1/consistency.json"),
+        html=report(update("results/c1/verdict.html"), category="C1 concentration", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C1["criteria"],

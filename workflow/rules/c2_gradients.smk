@@ -141,10 +141,10 @@ rule c2_verdict:
         metrics="results/c2/c2_gradients.json",
         code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
     output:
-        json="results/c2/verdict.json",
-        md="results/c2/verdict.md",
-        consistency="results/c2/consistency.json",
-        html=report("results/c2/verdict.html", category="C2 gradient concentration", caption="../report/verdict.rst"),
+        json=update("results/c2/verdict.json"),
+        md=update("results/c2/verdict.md"),
+        consistency=update("results/c2/consistency.json"),
+        html=report(update("results/c2/verdict.html"), category="C2 gradient concentration", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C2["criteria"],

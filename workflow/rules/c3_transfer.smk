@@ -119,10 +119,10 @@ rule c3_verdict:
         seed_log="workflow/resources/seed_log_c3.json",
         code=pkg("verdict.py", "io.py", "claims/seedlog.py"),
     output:
-        json="results/c3/verdict.json",
-        md="results/c3/verdict.md",
-        consistency="results/c3/consistency.json",
-        html=report("results/c3/verdict.html", category="C3 transfer", caption="../report/verdict.rst"),
+        json=update("results/c3/verdict.json"),
+        md=update("results/c3/verdict.md"),
+        consistency=update("results/c3/consistency.json"),
+        html=report(update("results/c3/verdict.html"), category="C3 transfer", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C3["criteria"],

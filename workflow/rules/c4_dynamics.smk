@@ -96,10 +96,10 @@ rule c4_verdict:
         alpha="results/c4/c4_alpha.csv",
         code=pkg("verdict.py", "io.py", "claims/c4.py"),
     output:
-        json="results/c4/verdict.json",
-        md="results/c4/verdict.md",
-        consistency="results/c4/consistency.json",
-        html=report("results/c4/verdict.html", category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
+        json=update("results/c4/verdict.json"),
+        md=update("results/c4/verdict.md"),
+        consistency=update("results/c4/consistency.json"),
+        html=report(update("results/c4/verdict.html"), category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C4["criteria"],

@@ -100,10 +100,10 @@ rule c5_verdict:
         metrics="results/c5/c5_metrics.json",
         code=pkg("verdict.py", "io.py"),
     output:
-        json="results/c5/verdict.json",
-        md="results/c5/verdict.md",
-        consistency="results/c5/consistency.json",
-        html=report("results/c5/verdict.html", category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
+        json=update("results/c5/verdict.json"),
+        md=update("results/c5/verdict.md"),
+        consistency=update("results/c5/consistency.json"),
+        html=report(update("results/c5/verdict.html"), category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C5["criteria"],

@@ -6,6 +6,8 @@ import numpy as np
 import yaml
 from snakemake.utils import validate
 
+from softlin.claims import c5_protocol as c5_protocol_text
+from softlin.claims import metric_names
 from softlin.tasks import check_sigma
 
 
@@ -42,8 +44,53 @@ def _validate(data, schema_path):
     smk_utils._load_configfile = fast
     try:
         validate(data, schema=str(schema_path))
+    except Exception as err:  # snakemake's WorkflowError prints the schema and the whole config
+        inner = err if hasattr(err, "absolute_path") else err.__cause__ or err.__context__
+        if not hasattr(inner, "absolute_path"):
+            inner = None
+        if inner is None:
+            raise
+        raise ValueError(_schema_message(inner)) from None
     finally:
         smk_utils._load_configfile = plain
+
+
+def _schema_message(err):
+    """One line for a JSON-schema error: the key, the problem, the allowed values."""
+    key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    problem = err.message
+    allowed = ""
+    if err.validator == "additionalProperties":
+        known = sorted(schema.get("properties", {}))
+        allowed = f"; allowed keys: {', '.join(known)}" if known else ""
+    elif err.validator == "enum":
+        problem = f"{err.instance!r} is not allowed"
+        allowed = f"; allowed: {', '.join(map(str, err.validator_value))}"
+    elif err.validator in ("oneOf", "anyOf"):
+        problem = f"{err.instance!r} matches none of the allowed forms"
+        alts = [s.get("description") or s.get("type") for s in err.validator_value if isinstance(s, dict)]
+        what = schema.get("description") or " | ".join(str(a) for a in alts if a)
+        allowed = f"; allowed: {what}" if what else ""
+    elif schema.get("description"):
+        allowed = f" ({schema['description']})"
+    if len(problem) > 200:
+        problem = problem[:197] + "..."
+    return f"config key '{key}': {problem}{allowed}"
+
+
+def _check_finite(cfg):
+    """Every number of the config finite (YAML's .nan / .inf and the command line's nan / inf pass
+    a JSON schema's ``type: number`` and its bounds, since comparisons with NaN are false)."""
+    stack = [("", cfg)]
+    while stack:  # iterative: an error's traceback stays two lines
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            stack += [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"config key '{key}': {value!r} is not a finite number")
 
 
 def _typed(value):
@@ -72,14 +119,17 @@ def _load_config(cfg):
     preset = cli.get("preset", cfg.get("preset", "default"))
     over = {}
     if preset != "default":
-        path = Path(workflow.basedir) / "config" / "presets" / f"{preset}.yaml"
-        if not path.exists():
-            known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        folder = Path(workflow.basedir) / "config" / "presets"
+        known = sorted(p.stem for p in folder.glob("*.yaml"))
+        if not isinstance(preset, str) or preset not in known:  # a name, never a path (../presets/smoke)
             raise ValueError(f"config key 'preset': unknown preset {preset!r} (known: default, {', '.join(known)})")
-        over = _read_yaml(path) or {}
+        over = _read_yaml(folder / f"{preset}.yaml") or {}
     merged = _deep_merge(_deep_merge(cfg, over), cli)
+    _check_finite(merged)
     _validate(merged, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-    return merged, _check_semantics(merged)
+    sigmas = _check_semantics(merged)
+    metric_names.check_config(merged)  # every criterion's `measured` names a metric of its claim
+    return merged, sigmas
 
 
 def sigma_matrix(spec, key):
@@ -156,6 +206,39 @@ def _check_semantics(cfg):
             raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
     return sigmas
 
+
+def _forward_interrupt_to_jobs():
+    """Ctrl-C sent to the ``snakemake`` process alone (``kill -INT PID``) left running jobs to run
+    to their end (Snakemake waits for them): the jobs now get SIGTERM at once (a C5 training job
+    stops within a fraction of a second, its last checkpoint kept), then Snakemake handles the
+    interrupt as before.  Installed once per process, only in its main thread."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    prev = signal.getsignal(signal.SIGINT)
+    if getattr(prev, "_softlin", False) or not callable(prev):
+        return
+
+    def forward(signum, frame):
+        try:
+            import psutil
+
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    child.send_signal(signal.SIGTERM)
+                except psutil.Error:
+                    pass
+        except Exception:
+            pass
+        prev(signum, frame)
+
+    forward._softlin = True
+    signal.signal(signal.SIGINT, forward)
+
+
+_forward_interrupt_to_jobs()
 
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
 config, SIGMAS = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
@@ -292,6 +375,7 @@ def c5_protocol():
             "restarts", "streams", "steps", "L", "scaled_down", "deviation", "sample_dtype", "log_every",
             "description")
     out = {k: c5[k] for k in keys}
+    out["deviation"] = c5_protocol_text.deviation(c5)  # from the settings, never c5.deviation's free text
     out["n_test"] = c5["eval"]["n_test"]
     out["convergence"] = dict(c5["convergence"])
     return out

@@ -1,0 +1,186 @@
+"""The metric paths each claim's metrics JSON defines: what a criterion's ``measured`` may name.
+
+The workflow checks every ``criteria`` and ``consistency_checks`` test of the config against this
+registry when it parses the config (``workflow/rules/common.smk``), so a misspelt ``measured``
+stops ``snakemake -n`` with one line naming the criterion and the path, before any job runs,
+instead of failing in the verdict job after all training.
+
+Each claim has a list of patterns, dotted like the paths (:func:`softlin.verdict.lookup`):
+
+* a plain segment matches itself;
+* ``{name}`` matches one of the values :func:`placeholders` gives for ``name`` from the config
+  (a setting of the claim, a fit block ``<label>_<token_kind>``, a C5 run ``softmax_L10``);
+* ``*`` matches any one segment (a name computed by the metrics job, e.g. a C1 probe
+  ``isotropic/star_x0.779``);
+* ``{a,b,c}`` (a brace list of literals) matches any one of them;
+* a segment ending in ``?se`` (``slope?se``) also matches its standard-error sibling
+  ``slope_se``: see :data:`SE`.
+
+To add a metric, add its pattern here (a test checks that every criterion of config.yaml and of
+every preset matches, and that the patterns match the metrics a smoke run writes).
+"""
+
+from __future__ import annotations
+
+import re
+
+# leaves of one fit of a decay (softlin.metrics: slope over L and its diagnostics)
+_FIT = "{slope,slope_se,slope_full,slope_full_se,fit_L,n_increases,first,last,ratio,slope_last4," \
+       "slope_last4_se,rel_se_max,rel_se_last,last_over_se,slope_plus_beta,max}"
+_PROBE = "{setting,token_kind,probe,kind,s,lambda_max,beta,pred_slope,below_threshold}"
+_C3_SERIES = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
+_C3_FIT = "{" + ",".join(
+    [f"{k}_{x}" for x in _C3_SERIES for k in ("slope", "monotone", "n_increases")]
+    + [f"slope_{x}_se" for x in _C3_SERIES]
+    + [f"{x}_{k}" for x in _C3_SERIES for k in ("first", "last", "ratio")]
+    + ["config", "slope_last4_D_inf_max", "slope_last4_D_inf_max_se", "D_inf_max_small_over_large",
+       "D_inf_max_rel_to_theta", "R_pop_rel_to_init", "offblock_softmax_max"]) + "}"
+_C4_SETTING = "{setting,label,alpha,alpha_max,t_max,ode_dist_final,gd_dist_final,sampled_dist_final," \
+              "ode_risk_final,gd_risk_final,risk_init,ode_conservation_max,gd_conservation_max," \
+              "sampled_conservation_max,ode_offblock_max,gd_offblock_max,ode_vs_reduced_max," \
+              "sampled_gap_max,ode_nfev,ode_reaches_star,gd_reaches_star,ntasks_slope,ntasks_slope_se," \
+              "ntasks_n_tasks,ntasks_gap_mean,ntasks_gap_se}"
+_C5_EXCESS = "{excess_rel_at_Lmax,excess_rel_at_Lmin,excess_ratio,R_at_Lmax,R_at_Lmin}"
+_C5_RUN = "{initial,final,escape_step,rel_drop_end,reference,risk,risk_over_reference,converged,init_seed}"
+
+METRICS: dict[str, list[str]] = {
+    "c1": [
+        f"fits.{{c1_setting}}/*.{_FIT}", f"fits.{{c1_setting}}/*.{_PROBE}",
+        "summary.gauss_all.{n,max_n_increases,max_ratio}",
+        "summary.gauss_below.{n,dev_min,dev_max,rel_se_max}",
+        "summary.gauss_above.{n,slope_min,slope_max,dev_min,dev_max,rel_se_max}",
+        "protocol.*",
+    ],
+    "c2": [
+        f"fits.{{c1_setting}}/*.{_PROBE}",
+        f"fits.{{c1_setting}}/*.{{U,v,pooled_U,pooled_v,blockrms_U,blockrms_v}}.{_FIT}",
+        "summary.{U,v}.{max_n_increases,max_ratio}",
+        "summary.{U,v}.above.{n,slope_min,slope_max}",
+        "summary.{U,v}.below.{n,dev_min,dev_max,rel_se_max}",
+        "sweep.{c2_sweep}.{lambda_max,pred_slope}",
+        "sweep.{c2_sweep}.{U,v}.{dev_below_max_abs,dev_max_abs,shallowing,slope,slope_above_min,"
+        "slope_full,slope_se}",
+        "trajectory.{c2_trajectory}.seed_log_slope",
+        f"trajectory.{{c2_trajectory}}.{{U,v,full}}.{_FIT}",
+        "protocol.*",
+    ],
+    "c3": [
+        f"fits.{{c3_fit}}.{_C3_FIT}",
+        "offblock.{limit_max,softmax_max}",
+        "offblock.seed_order.{limit_max,softmax_max,limit_max_along,softmax_max_along,softmax_above_1e-12}",
+        "L", "L.*", "protocol.*", "protocol.eval.*",
+    ],
+    "c4": [
+        f"settings.{{c4_setting}}.{_C4_SETTING}",
+        "summary.{ode_dist_final_max,gd_dist_final_max,ode_conservation_max,gd_conservation_max,"
+        "ode_vs_reduced_max,offblock_max,ntasks_slope_min,ntasks_slope_max,alpha_admissible_n,"
+        "alpha_admissible_converged,alpha_admissible_unconverged,alpha_admissible_dist_max,"
+        "alpha_beyond_n,alpha_beyond_converged,alpha_all_converged}",
+        "protocol.*", "protocol.*.*",
+    ],
+    "c5": [
+        "{L_min,L_max,gap_rel_at_Lmax,gap_rel_at_Lmin,gap_abs_low_third,gap_abs_high_third,"
+        "gap_shrink_ratio,n_below_bayes_3se,R_inf_test,R_inf_exact}",
+        "L", "L.*",
+        f"{{softmax,linear}}.{_C5_EXCESS}",
+        "convergence.{n_runs,n_unconverged,n_never_escaped,rel_drop_end_max,worst_run}",
+        f"convergence.runs.{{c5_run}}.{_C5_RUN}",
+        "steps_per_s.{c5_run}",
+    ],
+}
+SE = "_se"  # every leaf X may also be named X_se (its standard error), where the metrics define one
+
+
+def placeholders(cfg: dict) -> dict[str, list[str]]:
+    """Values of the ``{name}`` placeholders of :data:`METRICS` for a validated config."""
+    out: dict[str, list[str]] = {}
+    c1 = cfg.get("c1") or {}
+    out["c1_setting"] = list((c1.get("settings") or {}))
+    c2 = cfg.get("c2") or {}
+    both = ["isotropic", "anisotropic"]  # the schema's defaults, for a config not yet validated
+    out["c2_sweep"] = list((c2.get("sweep") or {}).get("settings", both))
+    out["c2_trajectory"] = list((c2.get("trajectory") or {}).get("settings", both))
+    c3 = cfg.get("c3") or {}
+    fits = []
+    for name, st in (c3.get("settings") or {}).items():
+        sigma = st.get("sigma")
+        iso = sigma is not None and _is_identity(sigma)
+        label = st.get("label") or ("isotropic" if iso else name)
+        fits.append(f"{label}_{st.get('token_kind', 'gauss')}")
+    out["c3_fit"] = fits
+    out["c4_setting"] = list(((cfg.get("c4") or {}).get("settings")) or {})
+    c5 = cfg.get("c5") or {}
+    out["c5_run"] = [f"{m}_L{L}" for m in c5.get("models", ()) for L in c5.get("L", ())]
+    return out
+
+
+def _is_identity(sigma) -> bool:
+    import numpy as np
+
+    a = np.asarray(sigma, dtype=float)
+    a = np.diag(a) if a.ndim == 1 else a
+    return bool(np.array_equal(a, np.eye(len(a))))
+
+
+def _segment_regex(seg: str, values: dict[str, list[str]]) -> str:
+    if seg == "*":
+        return r"[^.]+"
+    parts, pos = [], 0
+    for m in re.finditer(r"\{([^{}]*)\}", seg):
+        parts.append(re.escape(seg[pos:m.start()]))
+        inner = m.group(1)
+        alts = values[inner] if inner in values else inner.split(",")
+        parts.append("(?:" + "|".join(re.escape(a) for a in alts) + ")" if alts else "(?!)")
+        pos = m.end()
+    parts.append(re.escape(seg[pos:]))
+    return "".join(parts).replace(r"\*", r"[^.]*")
+
+
+def _split(pattern: str) -> list[str]:
+    """Dotted segments of a pattern (dots inside braces do not split)."""
+    out, depth, cur = [], 0, ""
+    for ch in pattern:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "." and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
+def compile_patterns(claim: str, cfg: dict) -> list[re.Pattern]:
+    """Regular expressions of the paths ``claim`` defines under ``cfg`` (KeyError: unknown claim)."""
+    values = placeholders(cfg)
+    out = []
+    for pattern in METRICS[claim]:
+        segs = [_segment_regex(s, values) for s in _split(pattern)]
+        segs[-1] = f"(?:{segs[-1]})(?:{re.escape(SE)})?"
+        out.append(re.compile(r"\.".join(segs)))
+    return out
+
+
+def unknown_paths(claim: str, cfg: dict, paths) -> list[str]:
+    """The paths of ``paths`` that ``claim`` does not define."""
+    pats = compile_patterns(claim, cfg)
+    return [p for p in paths if not any(r.fullmatch(p) for r in pats)]
+
+
+def check_config(cfg: dict) -> None:
+    """ValueError (one line: claim, criterion, path) for the first ``measured`` of a criterion or a
+    consistency check that names no metric of its claim."""
+    for claim in METRICS:
+        sec = cfg.get(claim)
+        if not sec:
+            continue
+        pats = compile_patterns(claim, cfg)
+        for kind in ("criteria", "consistency_checks"):
+            for crit in sec.get(kind) or []:
+                for part in ("all", "inconclusive_unless"):
+                    for test in crit.get(part) or []:
+                        path = test.get("measured", "")
+                        if not any(r.fullmatch(path) for r in pats):
+                            raise ValueError(
+                                f"config key '{claim}.{kind}': {crit.get('id', '?')} measures {path!r}, "
+                                f"which no {claim} metric defines (registry: softlin/claims/metric_names.py)")
