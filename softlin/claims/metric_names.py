@@ -46,20 +46,24 @@ _C5_RUN = "{initial,final,escape_step,rel_drop_end,reference,risk,risk_over_refe
 METRICS: dict[str, list[str]] = {
     "c1": [
         f"fits.{{c1_setting}}/*.{_FIT}", f"fits.{{c1_setting}}/*.{_PROBE}",
-        "summary.gauss_all.{n,max_n_increases,max_ratio}",
-        "summary.gauss_below.{n,dev_min,dev_max,rel_se_max}",
-        "summary.gauss_above.{n,slope_min,slope_max,dev_min,dev_max,rel_se_max}",
+        "summary.gauss_all.n", "summary.gauss_all.{n_increases,ratio}.*",
+        "summary.{gauss_below,gauss_above}.n",
+        "summary.{gauss_below,gauss_above}.{dev,slope,rel_se_max}",
+        "summary.{gauss_below,gauss_above}.{dev,slope,rel_se_max}.*",
+        "summary.gauss_all.{n_increases,ratio}",
         "protocol.*",
     ],
     "c2": [
         f"fits.{{c1_setting}}/*.{_PROBE}",
         f"fits.{{c1_setting}}/*.{{U,v,pooled_U,pooled_v,blockrms_U,blockrms_v}}.{_FIT}",
-        "summary.{U,v}.{max_n_increases,max_ratio}",
-        "summary.{U,v}.above.{n,slope_min,slope_max}",
-        "summary.{U,v}.below.{n,dev_min,dev_max,rel_se_max}",
+        "summary.{U,v}.{n_increases,ratio}", "summary.{U,v}.{n_increases,ratio}.*",
+        "summary.{U,v}.{above,below}.n",
+        "summary.{U,v}.above.{dev,slope}", "summary.{U,v}.above.{dev,slope}.*",
+        "summary.{U,v}.below.{dev,rel_se_max}", "summary.{U,v}.below.{dev,rel_se_max}.*",
         "sweep.{c2_sweep}.{lambda_max,pred_slope}",
-        "sweep.{c2_sweep}.{U,v}.{dev_below_max_abs,dev_max_abs,shallowing,slope,slope_above_min,"
+        "sweep.{c2_sweep}.{U,v}.{dev,dev_below_max_abs,dev_max_abs,shallowing,slope,slope_above_min,"
         "slope_full,slope_se}",
+        "sweep.{c2_sweep}.{U,v}.dev.*",
         "trajectory.{c2_trajectory}.seed_log_slope",
         f"trajectory.{{c2_trajectory}}.{{U,v,full}}.{_FIT}",
         "protocol.*",
@@ -73,9 +77,10 @@ METRICS: dict[str, list[str]] = {
     "c4": [
         f"settings.{{c4_setting}}.{_C4_SETTING}",
         "summary.{ode_dist_final_max,gd_dist_final_max,ode_conservation_max,gd_conservation_max,"
-        "ode_vs_reduced_max,offblock_max,ntasks_slope_min,ntasks_slope_max,alpha_admissible_n,"
+        "ode_vs_reduced_max,offblock_max,ntasks_slope,alpha_admissible_n,"
         "alpha_admissible_converged,alpha_admissible_unconverged,alpha_admissible_dist_max,"
-        "alpha_beyond_n,alpha_beyond_converged,alpha_all_converged}",
+        "alpha_beyond_n,alpha_beyond_converged,alpha_all_converged,alpha_c_ratio}",
+        "summary.{ntasks_slope,alpha_c_ratio}.*",
         "protocol.*", "protocol.*.*",
     ],
     "c5": [
