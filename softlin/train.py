@@ -98,3 +98,17 @@ def population_gradient_descent(params0: Params, sigma, lr: float = 0.01, *, ste
     s = check_sigma(sigma)
     p0 = _check_params(params0, s.shape[0])
     return _run(population_value_and_grad, jnp.asarray(s), p0, lr, steps, record_every, convention)
+
+
+# --------------------------------------------------------------------------- npz form
+def trajectory_arrays(prefix: str, traj) -> dict:
+    """Flatten a Trajectory into npz entries ``{prefix}_U``, ``_v``, ``_loss``, ``_step``, ``_final_U``, ``_final_v``."""
+    return {f"{prefix}_U": traj.params.U, f"{prefix}_v": traj.params.v, f"{prefix}_loss": traj.loss,
+            f"{prefix}_step": traj.step, f"{prefix}_final_U": traj.final.U,
+            f"{prefix}_final_v": traj.final.v}
+
+
+def trajectory_from(npz, prefix: str):
+    """Inverse of :func:`trajectory_arrays`: (recorded Params, loss, step, final Params), numpy."""
+    return (Params(npz[f"{prefix}_U"], npz[f"{prefix}_v"]), npz[f"{prefix}_loss"],
+            npz[f"{prefix}_step"], Params(npz[f"{prefix}_final_U"], npz[f"{prefix}_final_v"]))

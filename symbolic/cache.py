@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sympy as sp
 
-from softlin.io import atomic_path, exclusive
+from .files import atomic_path, exclusive
 
 
 def cache_dir() -> str:

@@ -9,9 +9,8 @@ from typing import Any, Callable
 
 import sympy as sp
 
-from softlin.io import write_text
-
 from . import cache
+from .files import write_text
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
 

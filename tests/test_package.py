@@ -90,3 +90,27 @@ def test_preset_note_wraps_between_words_never_inside_a_number():
         assert all(len(line) <= width for line in lines)
         assert " ".join(lines).replace("\u00a0", " ") == f"[preset 'default': {desc}]"
         assert not any(line.rstrip().endswith("40") for line in lines), (width, lines)
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level packages and absolute modules a file imports (every import statement, lazy ones
+    inside functions included), read from its syntax tree."""
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_symbolic_imports_nothing_of_softlin():
+    """One direction: the derivations sit below the numerics. No file of symbolic/ imports softlin
+    (at module level or inside a function); softlin may import symbolic."""
+    offenders = {f.name: sorted(m for m in _imports(f) if m == "softlin" or m.startswith("softlin."))
+                 for f in (ROOT / "symbolic").rglob("*.py")}
+    assert {k: v for k, v in offenders.items() if v} == {}
+    # the probe sees a real import (not a vacuous pass): softlin.io imports symbolic.files
+    assert "symbolic.files" in _imports(ROOT / "softlin" / "io.py")

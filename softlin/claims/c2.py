@@ -19,9 +19,9 @@ import numpy as np
 
 from .. import concentration as conc
 from .. import metrics
-from ..io import trajectory_from
 from ..params import Params, split_flat
 from ..tasks import Tasks, check_sigma
+from ..train import trajectory_from
 from . import curves
 
 PARTS = ("U", "v")

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import metrics, models, params, train
 from .._jax import jax
-from ..io import trajectory_arrays, trajectory_from
+from ..train import trajectory_arrays, trajectory_from
 
 AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_bayes",
             "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
