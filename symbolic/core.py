@@ -13,6 +13,17 @@ from . import cache
 from .files import write_text
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
+# the modules that register S1..S7 (imported on first use by register_all)
+DERIVATION_MODULES = ("s1_tilt", "s2_population", "s3_parity", "s4_euler", "s5_threshold", "s6_baselines",
+                      "s7_first_order")
+
+
+def register_all() -> None:
+    """Import every derivation module (each registers itself in DERIVATIONS)."""
+    import importlib
+
+    for name in DERIVATION_MODULES:
+        importlib.import_module(f"{__package__}.{name}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ def register(did: str, version: str, title: str):
 
 def get(did: str, fresh: bool = False) -> Derivation:
     """The (cached) derivation with id `did`."""
+    if did not in DERIVATIONS:
+        register_all()
     return DERIVATIONS[did](fresh=fresh)
 
 
@@ -120,6 +133,7 @@ def write_all(outdir: str, ids=None) -> list[str]:
     computed into the cache (each in a fresh process under seed 0, :func:`symbolic.cache.cached_call`)
     and then printed by a fresh process under seed 0 that reads them back from the cache (sympy
     rebuilds an unpickled expression, and the form it rebuilds follows the seed and the history)."""
+    register_all()
     if os.environ.get(_WRITER) != "1":
         import subprocess
         import sys

@@ -81,6 +81,11 @@ def dry(smoke_built, tmp_path_factory):
         # last on the smoke build: touch a plotting module, then plan
         ("edit_plots", {"append": smoke_built / "softlin" / "plots.py", "text": "\n# edited\n"}),
         ("plots", (smoke_built, ["-n", *SMOKE])),
+        # then the package's sampling (the derivations do not import it), then a derivation
+        ("edit_tasks", {"append": smoke_built / "softlin" / "tasks.py", "text": "\n# edited\n"}),
+        ("tasks", (smoke_built, ["-n", *SMOKE])),
+        ("edit_s2", {"append": smoke_built / "symbolic" / "s2_population.py", "text": "\n# edited\n"}),
+        ("s2", (smoke_built, ["-n", *SMOKE])),
         ("paper", (paper, ["c5", "-n", "--config", "preset=paper"])),
         ("paper_grouped", (paper, ["c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"])),
     ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
@@ -95,7 +100,7 @@ def test_nothing_changed_nothing_planned(dry):
 
 # C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so
 # a C3 protocol change legitimately reruns that C2 job and C2's summaries; nothing else.
-C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2"}
+C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2", "verdict_overview"}
 
 
 def test_c3_knob_reruns_only_c3_and_its_consumers(dry):
@@ -111,6 +116,16 @@ def test_plotting_edit_reruns_only_figures(dry):
     jobs = planned(dry.plots)
     assert jobs and all(name.endswith("_figure") or name in ("c1", "c2", "c3", "c4", "c5", "all")
                         for name in jobs), jobs
+
+
+def test_code_inputs_follow_the_imports(dry):
+    """Rule code inputs are read from what each script imports (common.smk code_inputs): editing
+    softlin/tasks.py reruns what samples tasks but not the sympy derivations; editing S2 reruns the
+    derivations and every job that evaluates S2 (C3's metrics through params.bayes_optimum)."""
+    tasks = planned(dry.tasks)
+    assert "c3_sample" in tasks and "symbolic" not in tasks, tasks
+    s2 = planned(dry.s2)
+    assert {"symbolic", "c3_metrics", "c4_flow", "c5_metrics"} <= set(s2), s2
 
 
 @pytest.mark.parametrize("i", range(len(BAD_CONFIGS)), ids=[o for o, _ in BAD_CONFIGS])

@@ -8,7 +8,7 @@ C1_L = pow2_range(C1)
 rule c1_probes:
     """Probe parameters per setting (Eq. 9 init, theta*, s theta*) with lambda_max(M) and beta (S5)."""
     input:
-        code=pkg("params.py", "tasks.py", "concentration.py", "claims/c1.py") + SYMBOLIC_SOURCES,
+        code=code_inputs("c1_probes.py"),
     output:
         "results/c1/probes.json",
     params:
@@ -33,7 +33,7 @@ rule c1_measure:
     """Per task block and L: mean squared gap between softmax(L) and linear(inf) outputs."""
     input:
         probes="results/c1/probes.json",
-        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c1.py"),
+        code=code_inputs("c1_measure.py"),
     output:
         "results/c1/gaps/{setting}.npz",
     params:
@@ -67,7 +67,7 @@ rule c1_metrics:
     input:
         probes="results/c1/probes.json",
         gaps=expand("results/c1/gaps/{setting}.npz", setting=C1_SETTINGS),
-        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c1.py", "claims/curves.py"),
+        code=code_inputs("c1_metrics.py"),
     output:
         table="results/c1/c1_concentration.csv",
         metrics="results/c1/c1_concentration.json",
@@ -92,7 +92,7 @@ rule c1_figure:
     """RMS gap vs L, log-log, one line per probe, one panel per setting, L^-beta guides."""
     input:
         table="results/c1/c1_concentration.csv",
-        code=pkg("plots.py"),
+        code=code_inputs("c1_figure.py"),
     output:
         png=report("figures/c1_concentration.png", category="C1 concentration", caption="../report/c1_concentration.rst"),
         pdf="figures/c1_concentration.pdf",
@@ -118,7 +118,7 @@ rule c1_verdict:
     """Predeclared criteria C1a-C1f, with the replication an undecided test would need."""
     input:
         metrics="results/c1/c1_concentration.json",
-        code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
+        code=code_inputs("c1_verdict.py"),
     output:
         json=update("results/c1/verdict.json"),
         md=update("results/c1/verdict.md"),

@@ -10,7 +10,7 @@ rule c2_measure:
     """Per task block and L: grad R_L^softmax - grad R_inf on the same tasks, at the C1 probes (+ sweep)."""
     input:
         probes="results/c1/probes.json",
-        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c2.py") + SYMBOLIC_SOURCES,
+        code=code_inputs("c2_measure.py"),
     output:
         "results/c2/gaps/{setting}.npz",
     params:
@@ -44,7 +44,7 @@ rule c2_trajectory:
     input:
         traj="results/c3/trajectories/{setting}_s{seed}.npz",
         tasks="results/c3/tasks/{setting}_s{seed}.npz",
-        code=KERNEL_SOURCES + pkg("concentration.py", "io.py", "progress.py", "claims/c2.py"),
+        code=code_inputs("c2_trajectory.py"),
     output:
         "results/c2/trajectory/{setting}_s{seed}.npz",
     params:
@@ -75,7 +75,7 @@ rule c2_metrics:
         probes="results/c1/probes.json",
         gaps=expand("results/c2/gaps/{setting}.npz", setting=C2_SETTINGS),
         traj=[f"results/c2/trajectory/{s}_s{seed}.npz" for s, seed in C2_TRAJ],
-        code=pkg("concentration.py", "metrics.py", "io.py", "claims/c2.py", "claims/curves.py") + SYMBOLIC_SOURCES,
+        code=code_inputs("c2_metrics.py"),
     output:
         table="results/c2/c2_gradients.csv",
         trajectory="results/c2/c2_trajectory.csv",
@@ -110,7 +110,7 @@ rule c2_figure:
         table="results/c2/c2_gradients.csv",
         trajectory="results/c2/c2_trajectory.csv",
         metrics="results/c2/c2_gradients.json",
-        code=pkg("plots.py"),
+        code=code_inputs("c2_figure.py"),
     output:
         gaps=report("figures/c2_gradients.png", category="C2 gradient concentration", caption="../report/c2_gradients.rst"),
         gaps_pdf="figures/c2_gradients.pdf",
@@ -139,7 +139,7 @@ rule c2_verdict:
     """Predeclared criteria C2a-C2f, with the replication an undecided test would need."""
     input:
         metrics="results/c2/c2_gradients.json",
-        code=pkg("verdict.py", "io.py", "metrics.py", "claims/curves.py"),
+        code=code_inputs("c2_verdict.py"),
     output:
         json=update("results/c2/verdict.json"),
         md=update("results/c2/verdict.md"),

@@ -10,7 +10,7 @@ rule c4_flow:
     """The population flow of linear(inf) from Eq. (9): GD, adaptive ODE, reduced block flow; sampled GD beside it;
     the alpha sweep and the empirical alpha boundary."""
     input:
-        code=KERNEL_SOURCES + pkg("metrics.py", "io.py", "progress.py", "claims/c4.py") + SYMBOLIC_SOURCES,
+        code=code_inputs("c4_flow.py"),
     output:
         "results/c4/flows/{setting}.npz",
     params:
@@ -39,7 +39,7 @@ rule c4_metrics:
     """Final distances, conservation defects, n_tasks slopes (jackknife over seeds), alpha table and boundary."""
     input:
         flows=expand("results/c4/flows/{setting}.npz", setting=C4_SETTINGS),
-        code=pkg("metrics.py", "io.py", "claims/c4.py"),
+        code=code_inputs("c4_metrics.py"),
     output:
         table="results/c4/c4_dynamics.csv",
         alpha="results/c4/c4_alpha.csv",
@@ -67,7 +67,7 @@ rule c4_figure:
     input:
         flows=expand("results/c4/flows/{setting}.npz", setting=C4_SETTINGS),
         metrics="results/c4/c4_dynamics.json",
-        code=pkg("plots.py"),
+        code=code_inputs("c4_figure.py"),
     output:
         png=report("figures/c4_dynamics.png", category="C4 infinite-prompt dynamics", caption="../report/c4_dynamics.rst"),
         pdf="figures/c4_dynamics.pdf",
@@ -94,7 +94,7 @@ rule c4_verdict:
     input:
         metrics="results/c4/c4_dynamics.json",
         alpha="results/c4/c4_alpha.csv",
-        code=pkg("verdict.py", "io.py", "claims/c4.py"),
+        code=code_inputs("c4_verdict.py"),
     output:
         json=update("results/c4/verdict.json"),
         md=update("results/c4/verdict.md"),

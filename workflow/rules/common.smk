@@ -1,5 +1,7 @@
 # Helpers shared by every claim: presets, validation, package inputs, per-claim parameters.
 import copy
+import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -395,3 +397,79 @@ def report_front_page():
     if not front.exists() or front.read_text() != text:
         front.write_text(text)
     return str(front.resolve())
+
+
+# --------------------------------------------------------------------------- code inputs
+PROJECT_PACKAGES = ("softlin", "symbolic")
+NATIVE_USERS = {"softlin.fused"}  # modules that build and load the C++ library (softlin/csrc)
+# modules reached without an import statement: symbolic.core registers the derivations S1..S7 on
+# first use, and the package's lazy names (symbolic.get, symbolic.write_all) go through it
+DYNAMIC = {"symbolic": ["symbolic.core"],
+           "symbolic.core": [f"symbolic.{p.stem}" for p in
+                             sorted((Path(workflow.basedir) / "symbolic").glob("s[0-9]*_*.py"))]}
+
+
+@functools.lru_cache(maxsize=None)
+def _module_file(name):
+    """The source file of a project module ``softlin.x.y`` (a package's __init__.py), or None."""
+    base = Path(workflow.basedir).joinpath(*name.split("."))
+    for f in (base.with_suffix(".py"), base / "__init__.py"):
+        if f.is_file():
+            return f
+    return None
+
+
+IMPORT_RE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)|import[ \t]+([^\n#]+))",
+                       re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_modules(path, package):
+    """``(used, parents)``: the project modules a file imports (every import statement, lazy ones
+    inside functions included; relative imports resolved against ``package``; a package whose
+    attributes are imported counts as used), and the packages above them (their __init__.py runs
+    first).  Read with a regular expression over the import statements (a syntax tree of every
+    file costs twice as long at every start of Snakemake)."""
+    used, parents = set(), set()
+    for m in IMPORT_RE.finditer(Path(path).read_text()):
+        if m.group(3):  # import a.b as c, d
+            names = [n.split()[0] for n in m.group(3).split(",") if n.strip()]
+        else:
+            base, level = m.group(1).lstrip("."), len(m.group(1)) - len(m.group(1).lstrip("."))
+            if level:
+                parts = package.split(".")[: len(package.split(".")) - level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            aliases = [n.split()[0] for n in m.group(2).strip("()").replace("\n", " ").split(",") if n.strip()]
+            subs = [f"{base}.{a}" for a in aliases]
+            names = [n for n in subs if _module_file(n)]
+            if len(names) < len(subs):  # attributes of the module `base` itself
+                names.append(base)
+        for n in names:
+            if n.split(".")[0] in PROJECT_PACKAGES and _module_file(n):
+                used.add(n)
+                parts = n.split(".")
+                parents |= {".".join(parts[:k]) for k in range(1, len(parts))}
+    return frozenset(used), frozenset(parents)
+
+
+def code_inputs(script):
+    """Every project source file a rule's ``script`` runs: the script and the transitive closure of
+    the softlin/symbolic modules it imports (read from the sources, so the list cannot drift), plus
+    the C++ sources where the kernel library is reached.  Editing any of them reruns the rule."""
+    script = Path(workflow.basedir) / "workflow" / "scripts" / script
+    todo, inits = _imported_modules(script, "")
+    todo, inits, seen = list(todo), set(inits), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        f = _module_file(name)
+        used, parents = _imported_modules(f, name if f.name == "__init__.py" else name.rpartition(".")[0])
+        todo += [n for n in used | set(DYNAMIC.get(name, [])) if n not in seen]
+        inits |= parents
+    files = {str(script)} | {str(_module_file(n)) for n in seen | inits}
+    if seen & NATIVE_USERS:
+        files |= {str(p) for p in (Path(workflow.basedir) / "softlin" / "csrc").iterdir()
+                  if p.suffix in (".cc", ".h")}
+    return sorted(files)

@@ -7,7 +7,7 @@ rule verdict_overview:
     """One table of every criterion of C1-C5 (value +/- s.e., threshold, status) with the tallies."""
     input:
         verdicts=expand("results/{claim}/verdict.json", claim=CLAIMS),
-        code=pkg("verdict.py", "io.py"),
+        code=code_inputs("verdict_overview.py"),
     output:
         md="results/verdicts.md",
         rst="results/verdicts.rst",

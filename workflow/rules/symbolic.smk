@@ -5,8 +5,7 @@ SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
 rule symbolic:
     """Every derivation as Markdown with LaTeX, JSON and an HTML page for the report."""
     input:
-        sorted(str(p) for p in (Path(workflow.basedir) / "symbolic").glob("*.py")),
-        pkg("io.py", "progress.py", "verdict.py"),  # what symbolic_write.py imports of softlin (write_text, markdown_to_html)
+        code_inputs("symbolic_write.py"),
     output:
         md=expand("results/symbolic/{id}.md", id=SYMBOLIC_IDS),
         json=expand("results/symbolic/{id}.json", id=SYMBOLIC_IDS),
