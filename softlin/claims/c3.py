@@ -375,12 +375,15 @@ def _n_seed_of(metrics: dict, path: str, label) -> int | None:
 
 
 def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[dict]:
-    """For every undecided test (main or precondition) of the evaluated ``verdicts``, the seeds it
-    would need to decide (:func:`needed_seeds`, the worst undecided entry of a mapping): rows
+    """For every undecided test (main or precondition; main tests only where no precondition fails)
+    of the evaluated ``verdicts``, the seeds it would need to decide (:func:`needed_seeds`, the
+    worst undecided entry of a mapping): rows
     ``{id, measured, label, value, se, n_seed, needed}``."""
     out = []
     for v in verdicts:
-        for r in v["tests"] + v["preconditions"]:
+        # a precondition that fails makes the criterion INCONCLUSIVE whatever its main tests say
+        blocked = any(r["outcome"] == "fails" for r in v["preconditions"])
+        for r in ([] if blocked else v["tests"]) + v["preconditions"]:
             if r["outcome"] != "undecided" or r.get("exact"):
                 continue
             vals, ses = r["value"], r.get("se")

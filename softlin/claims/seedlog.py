@@ -1,8 +1,12 @@
 """Compare C3's numbers with the seed log's printed digits (workflow/resources/seed_log_c3.json).
 
-Each number is formatted exactly as the seed script printed it and compared as a string.  The
-seed log's off-block values are rounding noise of its run (see ``known_exceptions`` in the JSON)
-and are reported but not counted as mismatches.
+Each number is formatted exactly as the seed script printed it and compared as a string, our
+numbers read from the seed log's seeds only (the workflow runs more).  The seed log's off-block
+values are rounding noise of its run (see ``known_exceptions`` in the JSON) and are reported but
+not counted as mismatches.  Beside the digits, the seed log's outcome under its own rule: the
+criteria it was judged by (config ``c3.seed_log_outcome``) evaluated with ``z = 0`` on the same
+seeds (:func:`outcome`).  Both are consistency checks (C3-seed-log, C3-seed-log-outcome), not
+verdicts on the paper.
 """
 
 from __future__ import annotations
