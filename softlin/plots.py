@@ -110,9 +110,9 @@ def c3_transfer(table, note: str, protocol: dict, colors: dict, png, pdf, fits: 
         ax[3].set_xscale("log", base=2)
         ax[3].set_xlabel("prompt length L")
         ax[3].set_ylabel("growth rate of the off-block mass per step (seed mean)")
-        ax[3].set_title("C3d: without pair summation, end of training")
+        ax[3].set_title("C3d: off-block mass growth, no pair summation")
     for a in ax:
-        a.legend(fontsize=7)
+        a.legend(fontsize=7, loc="upper left" if rate and a is ax[3] else "best")
         a.grid(alpha=0.3, which="both")
     suptitle(fig, f"C3 transfer: lr {protocol['lr']}, T = {protocol['steps']}, "
              f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries; error bars: standard errors "
