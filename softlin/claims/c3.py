@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics, models, params, train, verdict
+from .. import metrics, models, params, train
 from .._jax import jax
 from ..io import trajectory_arrays, trajectory_from
 
@@ -308,14 +308,6 @@ def fit_all(per_seed: list[dict], z: float, seeds: dict | None = None) -> dict:
     return {lab: fit_block(list(rows.values()), lab, z) for lab, rows in by.items()}
 
 
-def needed_seeds(n: int, value: float, se: float, threshold, z: float) -> float:
-    """Seeds for ``value +/- z se`` to clear ``threshold`` (the nearest edge of a band), from
-    ``se ~ 1 / sqrt(n)``: ``n (z se / |value - threshold|)^2`` (inf at the threshold)."""
-    edges = threshold if isinstance(threshold, (list, tuple)) else [threshold]
-    gap = min(abs(value - e) for e in edges)
-    return float("inf") if gap == 0 else float(n * (z * se / gap) ** 2)
-
-
 # --------------------------------------------------------------------------- the metrics job
 TABLE_COLUMNS = ("setting", "token_kind", "L", "n_seed", "D_inf_max", "D_inf_max_sem", "D_linL_max",
                  "D_linL_max_sem", "R_pop_at_L", "R_pop_at_L_sem", "R_pop_at_eval", "R_pop_at_eval_sem",
@@ -361,73 +353,3 @@ def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: flo
                    "protocol": protocol, "L": Ls, "z": z,
                    "offblock_rate": {"records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else dict(rate)}
     return {"table": table, "per_seed": per_seed_out, "metrics": metrics_out}
-
-
-# --------------------------------------------------------------------------- the verdict's notes
-def _n_seed_of(metrics: dict, path: str, label) -> int | None:
-    """Seeds behind the value at ``path`` (entry ``label`` of a mapping)."""
-    parts = path.split(".")
-    if parts[0] == "fits":
-        return metrics["fits"][parts[1]]["n_seed"]
-    if parts[:2] == ["offblock", "seed_order"] and label is not None:
-        return metrics["offblock"]["seed_order"]["n_seed"].get(label)
-    return None
-
-
-def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[dict]:
-    """For every undecided test (main or precondition; main tests only where no precondition fails)
-    of the evaluated ``verdicts``, the seeds it would need to decide (:func:`needed_seeds`, the
-    worst undecided entry of a mapping): rows
-    ``{id, measured, label, value, se, n_seed, needed}``."""
-    out = []
-    for v in verdicts:
-        # a precondition that fails makes the criterion INCONCLUSIVE whatever its main tests say
-        blocked = any(r["outcome"] == "fails" for r in v["preconditions"])
-        for r in ([] if blocked else v["tests"]) + v["preconditions"]:
-            if r["outcome"] != "undecided" or r.get("exact"):
-                continue
-            vals, ses = r["value"], r.get("se")
-            entries = vals.items() if isinstance(vals, dict) else [(None, vals)]
-            worst = None
-            for lab, x in entries:
-                s = ses[lab] if isinstance(ses, dict) else ses
-                n = _n_seed_of(metrics, r["measured"], lab)
-                if n is None or s is None or not np.isfinite(s) or not np.isfinite(x):
-                    continue
-                if verdict.decide(r["op"], r["threshold"], x, s, z)[0] != "undecided":
-                    continue
-                need = needed_seeds(n, x, s, r["threshold"], z)
-                if worst is None or need > worst["needed"]:
-                    worst = dict(id=v["id"], measured=r["measured"], label=lab, value=x, se=s, n_seed=n, needed=need)
-            if worst is not None:
-                out.append(worst)
-    return out
-
-
-def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
-    """The verdict's extra sections: the replication each undecided test would need, and C3d's runs
-    (growth rate at the end of training and final off-block mass of every run that grows)."""
-    lines = []
-    need = replication_needed(verdicts, metrics, z)
-    if need:
-        lines += ["## What would decide the undecided tests", "",
-                  f"Seeds per setting for `value +/- {z:g} se` to clear the threshold, from the standard "
-                  "error's `1/sqrt(n)` scaling across seeds (an estimate: the value itself moves with more seeds).", "",
-                  "| criterion | measured | value +/- se | seeds now | seeds needed |", "|---|---|---|---|---|"]
-        lines += [f"| {r['id']} | `{r['measured']}`{'' if r['label'] is None else ' [' + r['label'] + ']'} "
-                  f"| {r['value']:.4g} +/- {r['se']:.2g} | {r['n_seed']} | "
-                  f"{'inf' if not np.isfinite(r['needed']) else int(np.ceil(r['needed']))} |" for r in need]
-        lines.append("")
-    so = metrics.get("offblock", {}).get("seed_order")
-    if so:
-        rec = metrics.get("offblock_rate", {})
-        lines += ["## C3d: the runs without pair summation", "",
-                  f"Growth rate per step of the off-block mass: OLS slope of ln(mass) over the last "
-                  f"{rec.get('records', RATE_RECORDS)} records (masses below {rec.get('floor', RATE_FLOOR):g}, "
-                  "rounding level, count as that floor: a run at rounding level has rate 0); the peak rate "
-                  "is the largest such slope over any window of as many consecutive records. Largest final "
-                  f"mass: softmax {so['softmax_max']:.2g}, linear(inf) {so['limit_max']:.2g}. Runs whose mass "
-                  "grew or ends above 1e-12:", ""]
-        lines += [f"* {x}" for x in so["runs"]] or ["* none"]
-        lines.append("")
-    return "\n".join(lines) + ("\n" if lines else "")

@@ -121,7 +121,7 @@ rule c3_verdict:
         metrics="results/c3/c3_transfer.json",
         per_seed="results/c3/c3_per_seed.csv",
         seed_log="workflow/resources/seed_log_c3.json",
-        code=pkg("verdict.py", "io.py", "metrics.py", "claims/c3.py", "claims/seedlog.py"),
+        code=pkg("verdict.py", "io.py", "metrics.py", "claims/c3.py", "claims/c3_notes.py", "claims/seedlog.py"),
     output:
         json="results/c3/verdict.json",
         md="results/c3/verdict.md",
