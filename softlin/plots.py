@@ -49,22 +49,41 @@ def _sparse_log_labels(axis) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def c3_transfer(table, note: str, protocol: dict, colors: dict, png, pdf) -> None:
-    """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L; ``colors``
-    keyed ``<setting>_<token_kind>``."""
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.3))
+def c3_transfer(table, note: str, protocol: dict, colors: dict, png, pdf, fits: dict | None = None) -> None:
+    """C3: D_inf vs L with the L^-1/2 guide; D_linL against D_inf; held-out risk vs L; with the runs
+    without pair summation (table columns ``offblock_seed_order_rate``), a fourth panel: C3d's
+    growth rate of the off-block mass at the end of training against L.  Error bars: standard
+    errors across seeds; ``fits`` (the metrics' ``fits``, keyed ``<setting>_<token_kind>`` like
+    ``colors``) puts each fitted slope with its jackknife standard error in the legends."""
+    fits = fits or {}
+    rate = "offblock_seed_order_rate" in table.columns
+    fig, ax = plt.subplots(1, 4 if rate else 3, figsize=(20 if rate else 15, 4.3))
     fig.subplots_adjust(wspace=0.3)  # room for the middle and right panels' y labels
     groups = list(table.groupby(["setting", "token_kind"], sort=False))
+
+    def fitted(key, name):
+        f = fits.get(key, {})
+        s, se = f.get(f"slope_{name}"), f.get(f"slope_{name}_se")
+        if s is None:
+            return ""
+        return f", slope {s:+.3f}" + (f" +/- {se:.3f}" if isinstance(se, (int, float)) and np.isfinite(se) else "")
     for (setting, kind), g in groups:
         key = f"{setting}_{kind}"
         c = colors.get(key)
-        lab = f"{setting}, {kind} ({int(g['n_seed'].iloc[0])} seed{'s' if g['n_seed'].iloc[0] > 1 else ''})"
+        n = int(g["n_seed"].iloc[0])
+        lab = f"{setting}, {kind} ({n} seed{'s' if n > 1 else ''})"
         ax[0].errorbar(g["L"], g["D_inf_max"], yerr=g["D_inf_max_sem"], marker="o", ms=4, color=c,
-                       capsize=2, label=lab)
+                       capsize=2, label=lab + fitted(key, "D_inf_max"))
         ax[1].errorbar(g["D_inf_max"], g["D_linL_max"], xerr=g["D_inf_max_sem"],
                        yerr=g["D_linL_max_sem"], marker="o", ms=4, ls="none", color=c, label=lab)
         ax[2].errorbar(g["L"], g["R_pop_at_L"], yerr=g["R_pop_at_L_sem"], marker="o", ms=4,
-                       color=c, capsize=2, label=lab)
+                       color=c, capsize=2, label=lab + fitted(key, "R_pop_at_L"))
+        if rate:
+            ax[3].errorbar(g["L"], g["offblock_seed_order_rate"], yerr=g["offblock_seed_order_rate_sem"],
+                           marker="o", ms=4, color=c, capsize=2, label=lab + ": at the end")
+            if "offblock_seed_order_peak_rate" in g:
+                ax[3].errorbar(g["L"], g["offblock_seed_order_peak_rate"], yerr=g["offblock_seed_order_peak_rate_sem"],
+                               marker="s", ms=5, mfc="none", ls="--", color=c, capsize=2, label=lab + ": peak")
     L = np.asarray(sorted(table["L"].unique()), dtype=float)
     y0 = float(groups[0][1]["D_inf_max"].iloc[0])
     ax[0].plot(L, y0 * (L / L[0]) ** -0.5, "k--", lw=1, label=r"$L^{-1/2}$")
@@ -86,11 +105,18 @@ def c3_transfer(table, note: str, protocol: dict, colors: dict, png, pdf) -> Non
     ax[1].set_title(r"$D_{lin,L}$ against $D_\infty$ (one point per L)")
     ax[2].set_ylabel("held-out risk of trained softmax(L)")
     ax[2].set_title(r"risk $\to R^* = 0$ (Thm 4.3 / 5.1)")
+    if rate:
+        ax[3].axhline(0, color="k", lw=1, ls=":")
+        ax[3].set_xscale("log", base=2)
+        ax[3].set_xlabel("prompt length L")
+        ax[3].set_ylabel("growth rate of the off-block mass per step (seed mean)")
+        ax[3].set_title("C3d: off-block mass growth, no pair summation")
     for a in ax:
-        a.legend(fontsize=7)
+        a.legend(fontsize=7, loc="upper left" if rate and a is ax[3] else "best")
         a.grid(alpha=0.3, which="both")
     suptitle(fig, f"C3 transfer: lr {protocol['lr']}, T = {protocol['steps']}, "
-             f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries" + note)
+             f"{2 * protocol['n_pairs']} tasks x {protocol['n_query']} queries; error bars: standard errors "
+             "across seeds (slopes: delete-one-seed jackknife)" + note)
     save(fig, png, pdf)
 
 

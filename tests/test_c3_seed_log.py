@@ -3,7 +3,7 @@
 The seed log (docs/maths.md#c3; its numbers in workflow/resources/seed_log_c3.json) printed, per setting and seed, the
 ``theta_inf`` line and one line per L.  Re-running its protocol for L = 8 and 16 (cheap) must
 give the same digits at the printed precision; the full table is checked by the workflow's
-verdict (criterion C3-seed-log).
+verdict (consistency check C3-seed-log).
 """
 
 import json

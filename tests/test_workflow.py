@@ -171,7 +171,7 @@ def test_report_captions_come_from_the_config(dry):
     assert "scaled down (few steps, few tasks, short prompts)" in html    # config/presets/smoke.yaml
     assert "2^3 .. 2^9 (7 prompt lengths)" in html                          # c1: log2_L_max 9 at smoke
     # C3a's tests from the config, as inline literals (HTML-escaped)
-    assert "C3a-isotropic: <tt" in html and "n_increases_D_inf_max &lt;= 1" in html
+    assert "C3a-isotropic: <tt" in html and "n_sig_increases_D_inf_max &lt;= 1" in html
     assert "slope_D_inf_max between" in html and "-0.35]" in html
     # C5's optimiser as configured (smoke: the default's, warm-up scaled): schedule, warm-up, restarts
     assert ("learning rate 0.1 (cosine schedule after a linear warm-up over the first 120 steps), 600 steps, "

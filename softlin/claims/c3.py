@@ -65,8 +65,52 @@ def _offblock_max_along(traj, name) -> float:
     return float(max(np.max(mu), np.max(mv), fu, fv))
 
 
-def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
-    """Per-L metric rows of one seed (the seed log's per-L lines) and the ``theta_inf`` summary."""
+# C3d: how fast the off-block mass grows at the end of training (runs without pair summation)
+RATE_RECORDS = 6       # the last 6 records: steps T - 100 .. T at record_every = 20
+RATE_FLOOR = 1.0e-14   # rounding level: a unit parameter's last ~45 ulps (the paired runs: exactly 0)
+
+
+def growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> float:
+    """Growth rate per step of ``mass`` at the end of a run: the OLS slope of ``ln max(mass, floor)``
+    on the step over the last ``n_records`` records.
+
+    A run whose mass stays below ``floor`` (rounding level) over those records has rate exactly 0;
+    an exponential ``m_0 e^{r t}`` above the floor has rate ``r`` (``ln 7 / 20 = 0.097`` for 7x per
+    20 steps).  The slope is fitted, not read from two points, so one record's rounding does not
+    decide it."""
+    steps = np.asarray(steps, dtype=np.float64)[-n_records:]
+    y = np.log(np.maximum(np.asarray(mass, dtype=np.float64)[-n_records:], floor))
+    if steps.size < 2:
+        raise ValueError("growth_rate needs at least 2 records")
+    x = steps - steps.mean()
+    return float(np.sum(x * (y - y.mean())) / np.sum(x * x))
+
+
+def peak_growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> float:
+    """The largest :func:`growth_rate` over every window of ``n_records`` consecutive records: how
+    fast the mass grew wherever it grew, also where it grew and then saturated before the end
+    (0 for a run at rounding level throughout)."""
+    steps = np.asarray(steps, dtype=np.float64)
+    mass = np.asarray(mass, dtype=np.float64)
+    return max(growth_rate(steps[i:i + n_records], mass[i:i + n_records], n_records, floor)
+               for i in range(steps.size - n_records + 1))
+
+
+def offblock_growth(traj, name, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> tuple[float, float]:
+    """``(rate at the end, peak rate)`` of the off-block mass (the larger of the U and v parts) of run
+    ``name``: :func:`growth_rate` over the last records and :func:`peak_growth_rate`."""
+    rec, _, step, _ = trajectory_from(traj, name)
+    mu, mv = metrics.offblock_mass(rec)
+    m = np.maximum(mu, mv)
+    return growth_rate(step, m, n_records, floor), peak_growth_rate(step, m, n_records, floor)
+
+
+def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, rate: dict | None = None):
+    """Per-L metric rows of one seed (the seed log's per-L lines) and the ``theta_inf`` summary.
+
+    ``rate``: ``{"records": n, "floor": f}`` of :func:`offblock_growth` (defaults: the module's)."""
+    rate = {"n_records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else \
+        {"n_records": rate["records"], "floor": rate["floor"]}
     inf_rec, inf_loss, _, inf_final = trajectory_from(traj, "limit")
     star = params.bayes_optimum(sigma)
     ob_inf = metrics.offblock_mass(inf_final)
@@ -80,7 +124,9 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
         _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}limit")
         ob_so = metrics.offblock_mass(so_final)
         info.update(offblock_seed_order_inf_U=float(ob_so[0]), offblock_seed_order_inf_v=float(ob_so[1]),
-                    offblock_seed_order_inf_along=_offblock_max_along(traj, f"{SEED_ORDER}limit"))
+                    offblock_seed_order_inf_along=_offblock_max_along(traj, f"{SEED_ORDER}limit"),
+                    **dict(zip(("offblock_seed_order_inf_rate", "offblock_seed_order_inf_peak_rate"),
+                               offblock_growth(traj, f"{SEED_ORDER}limit", **rate))))
     eval_data = models.prompt_data(eval_tasks, int(eval_L))
     rows = []
     for L in Ls:
@@ -102,17 +148,20 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed):
             _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}softmax_L{L}")
             ob_so = metrics.offblock_mass(so_final)
             rows[-1].update(offblock_seed_order_U=float(ob_so[0]), offblock_seed_order_v=float(ob_so[1]),
-                            offblock_seed_order_along=_offblock_max_along(traj, f"{SEED_ORDER}softmax_L{L}"))
+                            offblock_seed_order_along=_offblock_max_along(traj, f"{SEED_ORDER}softmax_L{L}"),
+                            **dict(zip(("offblock_seed_order_rate", "offblock_seed_order_peak_rate"),
+                                       offblock_growth(traj, f"{SEED_ORDER}softmax_L{L}", **rate))))
     return rows, info
 
 
 def average_seeds(rows_by_seed: list[list[dict]]) -> list[dict]:
     """Seed means and standard errors (``std(ddof=1) / sqrt(n)``; 0 for a single seed) per L."""
     n = len(rows_by_seed)
+    keys = AVERAGED + tuple(k for k in SEED_ORDER_AVERAGED if k in rows_by_seed[0][0])
     out = []
     for i, first in enumerate(rows_by_seed[0]):
         row = dict(setting=first["setting"], token_kind=first["token_kind"], L=first["L"], n_seed=n)
-        for k in AVERAGED:
+        for k in keys:
             vals = np.array([rows[i][k] for rows in rows_by_seed])
             row[k] = float(vals.mean())
             row[k + "_sem"] = float(vals.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
@@ -120,47 +169,143 @@ def average_seeds(rows_by_seed: list[list[dict]]) -> list[dict]:
     return out
 
 
+SEED_ORDER_AVERAGED = ("offblock_seed_order_U", "offblock_seed_order_v", "offblock_seed_order_rate",
+                       "offblock_seed_order_peak_rate")
+
+
+def _mean_se(values) -> tuple[float, float]:
+    """Mean over seeds and its standard error (NaN for a single seed: no replication, no error)."""
+    v = np.asarray(values, dtype=np.float64)
+    return metrics.seed_mean(v) if v.shape[0] >= 2 else (float(v.mean()), float("nan"))
+
+
 def offblock_summary(per_seed: list[dict], infos: list[dict]) -> dict:
-    """C3d's numbers: off-block mass of the final iterates (as the seed log printed it), max over
-    every run; ``limit_max`` / ``softmax_max`` for the paired runs (0 by construction),
-    ``seed_order`` for the runs without pair summation (where rounding can grow), with the
-    max over recorded iterates and the runs above 1e-12."""
+    """C3d's numbers.
+
+    Paired runs (antithetic partners summed first): ``limit_max`` / ``softmax_max``, the largest
+    final off-block mass over every run, 0 by construction (``exact``).  Runs without pair
+    summation (``seed_order``), keyed ``"<setting>_<token_kind> linear(inf)"`` and
+    ``"<setting>_<token_kind> L=<L>"``, means over seeds with their standard errors across seeds:
+    ``rate`` (growth rate per step at the end of training), ``peak_rate`` (the largest over the
+    run, also where the mass grew and saturated before the end: :func:`offblock_growth`), ``final`` /
+    ``limit_final`` (final mass, the seed log's quantity); for display the maxima over every run
+    (``limit_max``, ``softmax_max``, ``*_along``: over the recorded iterates too) and ``runs``, one
+    line per run whose mass grows or ends above 1e-12."""
     out = {"limit_max": max(max(i["offblock_inf_U"], i["offblock_inf_v"]) for i in infos),
            "softmax_max": max(max(r["offblock_U"], r["offblock_v"]) for r in per_seed)}
-    if infos and "offblock_seed_order_inf_U" in infos[0]:
-        fin = [max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]) for r in per_seed]
-        out["seed_order"] = {
-            "limit_max": max(max(i["offblock_seed_order_inf_U"], i["offblock_seed_order_inf_v"]) for i in infos),
-            "softmax_max": max(fin),
-            "limit_max_along": max(i["offblock_seed_order_inf_along"] for i in infos),
-            "softmax_max_along": max(r["offblock_seed_order_along"] for r in per_seed),
-            "softmax_above_1e-12": [f"{r['setting']}/{r['token_kind']} seed {r['seed']} L={r['L']}: {x:.2g}"
-                                    for r, x in zip(per_seed, fin) if x > 1e-12]}
+    out["limit_max_se"] = out["softmax_max_se"] = metrics.EXACT
+    if not infos or "offblock_seed_order_inf_U" not in infos[0]:
+        return out
+
+    def label(x):
+        return f"{x['setting']}_{x['token_kind']}"
+    groups: dict[str, dict[str, list]] = {}
+    for i in infos:
+        g = groups.setdefault(f"{label(i)} linear(inf)", {"final": [], "rate": [], "peak_rate": []})
+        g["final"].append(max(i["offblock_seed_order_inf_U"], i["offblock_seed_order_inf_v"]))
+        g["rate"].append(i["offblock_seed_order_inf_rate"])
+        g["peak_rate"].append(i["offblock_seed_order_inf_peak_rate"])
+    for r in per_seed:
+        g = groups.setdefault(f"{label(r)} L={r['L']}", {"final": [], "rate": [], "peak_rate": []})
+        g["final"].append(max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]))
+        g["rate"].append(r["offblock_seed_order_rate"])
+        g["peak_rate"].append(r["offblock_seed_order_peak_rate"])
+    so = {"rate": {}, "rate_se": {}, "peak_rate": {}, "peak_rate_se": {}, "limit_final": {}, "limit_final_se": {},
+          "final": {}, "final_se": {}, "n_seed": {k: len(g["rate"]) for k, g in groups.items()}}
+    for key, g in groups.items():
+        so["rate"][key], so["rate_se"][key] = _mean_se(g["rate"])
+        so["peak_rate"][key], so["peak_rate_se"][key] = _mean_se(g["peak_rate"])
+        fin = "limit_final" if key.endswith("linear(inf)") else "final"
+        so[fin][key], so[fin + "_se"][key] = _mean_se(g["final"])
+    fin = [max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]) for r in per_seed]
+    so.update({
+        "limit_max": max(max(i["offblock_seed_order_inf_U"], i["offblock_seed_order_inf_v"]) for i in infos),
+        "softmax_max": max(fin),
+        "limit_max_along": max(i["offblock_seed_order_inf_along"] for i in infos),
+        "softmax_max_along": max(r["offblock_seed_order_along"] for r in per_seed),
+        "softmax_above_1e-12": [f"{label(r)} seed {r['seed']} L={r['L']}: {x:.2g}"
+                                for r, x in zip(per_seed, fin) if x > 1e-12],
+        "runs": [f"{label(r)} seed {r['seed']} L={r['L']}: rate at the end {r['offblock_seed_order_rate']:+.3g} "
+                 f"per step, peak {r['offblock_seed_order_peak_rate']:+.3g}, final mass {x:.2g}"
+                 for r, x in zip(per_seed, fin) if x > 1e-12 or r["offblock_seed_order_peak_rate"] > 0]})
+    out["seed_order"] = so
     return out
 
 
-def fit_block(rows: list[dict], label: str) -> dict:
-    """Slopes (log10 value vs log10 L), increases, ratios: the seed's ``fit_block`` plus the controls' metrics."""
-    logL = np.log10([r["L"] for r in rows])
-    out = dict(config=label)
+def _fit_stat(logL, keys, arrays) -> dict:
+    """The fitted quantities of one setting from per-seed arrays (seeds on the leading axis): the
+    seed log's ``fit_block`` on the seed-mean curves (OLS slope of log10 value on log10 L, first,
+    last, ratio, the last-four slope, relative distances), plus the consecutive differences."""
+    m = {k: np.asarray(a).mean(axis=0) for k, a in zip(keys, arrays)}
+    out = {}
     for k in FITTED:
-        vals = np.array([r[k] for r in rows])
-        s, se, _ = metrics.ols_slope(logL, np.log10(np.maximum(vals, 1e-300)))
-        out[f"slope_{k}"] = s
-        out[f"slope_{k}_se"] = se
-        out[f"monotone_{k}"] = bool(np.all(np.diff(vals) < 0))
-        out[f"n_increases_{k}"] = metrics.n_increases(vals)
+        vals = m[k]
+        out[f"slope_{k}"] = metrics.ols_slope(logL, np.log10(np.maximum(vals, 1e-300)))[0]
         out[f"{k}_first"] = float(vals[0])
         out[f"{k}_last"] = float(vals[-1])
         out[f"{k}_ratio"] = float(vals[-1] / vals[0])
-    d_inf = np.array([r["D_inf_max"] for r in rows])
-    if len(rows) >= 4:
+        out[f"diff_{k}"] = np.diff(vals)
+    d_inf = m["D_inf_max"]
+    if len(logL) >= 4:
         out["slope_last4_D_inf_max"] = metrics.ols_slope(logL[-4:], np.log10(d_inf[-4:]))[0]
     out["D_inf_max_small_over_large"] = float(d_inf[0] / d_inf[-1])
-    out["D_inf_max_rel_to_theta"] = out["D_inf_max_last"] / rows[0]["theta_inf_norm"]
-    out["R_pop_rel_to_init"] = out["R_pop_at_L_last"] / rows[0]["R_init"]
-    out["offblock_softmax_max"] = float(max(max(r["offblock_U"], r["offblock_v"]) for r in rows))
+    out["D_inf_max_rel_to_theta"] = float(d_inf[-1] / m["theta_inf_norm"])
+    out["R_pop_rel_to_init"] = float(m["R_pop_at_L"][-1] / m["R_init"])
     return out
+
+
+def fit_block(rows_by_seed: list[list[dict]], label: str, z: float) -> dict:
+    """One setting's fits from its per-seed rows (``rows_by_seed[s][i]``: seed ``s``, ``i``-th L).
+
+    Every fitted quantity (slopes, first / last / ratio, relative distances) is computed on the
+    seed-mean curves, as the seed log did, with its standard error ``<name>_se`` from the
+    delete-one-seed jackknife (NaN with one seed).  Also: ``slope_<k>_ols_se`` (the OLS
+    residual error over the nested L the seed log printed: not a standard error of the slope, for
+    the digits comparison only), ``n_increases_<k>`` (the seed log's count of increases of the mean
+    curve) and ``n_sig_increases_<k>`` (the trend test: increases larger than ``z`` times their own
+    jackknife standard error, :func:`softlin.metrics.n_significant`; at ``z = 0`` the plain count),
+    both deterministic functions of the data (``exact``)."""
+    n = len(rows_by_seed)
+    Ls = [r["L"] for r in rows_by_seed[0]]
+    logL = np.log10(Ls)
+    keys = FITTED + ("R_init", "theta_inf_norm")
+    arrays = tuple(np.array([[r[k] for r in rows] for rows in rows_by_seed]) for k in FITTED) + (
+        np.array([rows[0]["R_init"] for rows in rows_by_seed]),
+        np.array([rows[0]["theta_inf_norm"] for rows in rows_by_seed]))
+
+    def stat(arrs):
+        return _fit_stat(logL, keys, arrs)
+    if n >= 2:
+        val, se = metrics.jackknife(stat, arrays)
+    else:
+        val = metrics._tree_map(metrics._to_py, stat(arrays))
+        se = metrics._tree_map(lambda x: np.full_like(np.asarray(x, dtype=np.float64), np.nan)
+                               if np.ndim(x) else float("nan"), val)
+    out = dict(config=label, n_seed=n, seeds=[int(rows[0]["seed"]) for rows in rows_by_seed], L=[int(L) for L in Ls])
+    for k in FITTED:
+        mean = np.asarray(arrays[FITTED.index(k)]).mean(axis=0)
+        out[f"slope_{k}_ols_se"] = metrics.ols_slope(logL, np.log10(np.maximum(mean, 1e-300)))[1]
+        metrics.put(out, f"n_increases_{k}", metrics.n_increases(mean), metrics.EXACT)
+        diff, diff_se = np.asarray(val.pop(f"diff_{k}")), np.asarray(se.pop(f"diff_{k}"))
+        if n < 2 and z == 0:
+            diff_se = np.zeros_like(diff)  # the point-estimate rule reads no error
+        metrics.put(out, f"n_sig_increases_{k}", metrics.n_significant(diff, diff_se, z), metrics.EXACT)
+        out[f"diff_{k}"], out[f"diff_{k}_se"] = diff.tolist(), diff_se.tolist()
+    for k, v in val.items():
+        metrics.put(out, k, v, se[k])
+    return out
+
+
+def fit_all(per_seed: list[dict], z: float, seeds: dict | None = None) -> dict:
+    """:func:`fit_block` of every ``<setting>_<token_kind>`` in the per-seed rows (in their order),
+    over every seed or, with ``seeds = {label: [seed, ...]}``, over those seeds only."""
+    by: dict[str, dict[int, list]] = {}
+    for r in per_seed:
+        lab = f"{r['setting']}_{r['token_kind']}"
+        if seeds is not None and int(r["seed"]) not in seeds.get(lab, ()):
+            continue
+        by.setdefault(lab, {}).setdefault(int(r["seed"]), []).append(r)
+    return {lab: fit_block(list(rows.values()), lab, z) for lab, rows in by.items()}
 
 
 # --------------------------------------------------------------------------- the metrics job
@@ -169,21 +314,26 @@ TABLE_COLUMNS = ("setting", "token_kind", "L", "n_seed", "D_inf_max", "D_inf_max
                  "dist_bayes", "dist_bayes_sem", "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
 
 
-def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print) -> dict:
+def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: float = 2.0,
+                   rate: dict | None = None) -> dict:
     """C3's metrics from every (setting, seed): ``runs`` yields ``(run, traj, eval_tasks)`` with
     ``run = {"setting": resolved setting, "seed": int}``, ``traj`` the arrays of
     :func:`train_setting` and ``eval_tasks`` the held-out :class:`~softlin.tasks.Tasks` (consumed
-    one at a time, so a generator keeps one run in memory).
+    one at a time, so a generator keeps one run in memory).  ``z``: the decision rule's width (the
+    trend tests count increases larger than ``z`` standard errors); ``rate``: C3d's growth-rate fit
+    (``{"records", "floor"}``, :func:`offblock_growth`).
 
     Returns ``{"table": rows, "per_seed": rows, "metrics": dict}``: the seed-averaged rows with the
-    seed script's columns (``R_pop_at_eval`` named ``R_pop_at_<eval_L>``), the per-seed rows, and
-    the fits per ``<label>_<token_kind>`` block, the theta_inf summaries and C3d's off-block numbers.
+    seed script's columns (``R_pop_at_eval`` named ``R_pop_at_<eval_L>``; with the runs without
+    pair summation also their seed-mean off-block mass and growth rate), the per-seed rows, and
+    the fits per ``<label>_<token_kind>`` block (every value with its standard error across
+    seeds), the theta_inf summaries and C3d's off-block numbers.
     """
     per_seed, infos, by_setting = [], [], {}
     for run, traj, eval_tasks in runs:
         st = run["setting"]
         rows, info = seed_rows(traj, eval_tasks, np.asarray(st["sigma"]), Ls, eval_L,
-                               st["label"], st["token_kind"], run["seed"])
+                               st["label"], st["token_kind"], run["seed"], rate)
         per_seed += rows
         infos.append(info)
         by_setting.setdefault(st["name"], []).append(rows)
@@ -193,11 +343,13 @@ def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print) -> dic
         avg = average_seeds(rows_by_seed)
         averaged += avg
         label = f"{avg[0]['setting']}_{avg[0]['token_kind']}"
-        fits[label] = fit_block(avg, label)
+        fits[label] = fit_block(rows_by_seed, label, z)
     col = f"R_pop_at_{eval_L}"
     rename = {"R_pop_at_eval": col, "R_pop_at_eval_sem": col + "_sem"}
-    table = [{rename.get(k, k): row[k] for k in TABLE_COLUMNS} for row in averaged]
+    extra = [k + s for k in SEED_ORDER_AVERAGED if averaged and k in averaged[0] for s in ("", "_sem")]
+    table = [{rename.get(k, k): row[k] for k in TABLE_COLUMNS + tuple(extra)} for row in averaged]
     per_seed_out = [{(col if k == "R_pop_at_eval" else k): v for k, v in row.items()} for row in per_seed]
     metrics_out = {"fits": fits, "infos": infos, "offblock": offblock_summary(per_seed, infos),
-                   "protocol": protocol, "L": Ls}
+                   "protocol": protocol, "L": Ls, "z": z,
+                   "offblock_rate": {"records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else dict(rate)}
     return {"table": table, "per_seed": per_seed_out, "metrics": metrics_out}

@@ -1,8 +1,12 @@
 """Compare C3's numbers with the seed log's printed digits (workflow/resources/seed_log_c3.json).
 
-Each number is formatted exactly as the seed script printed it and compared as a string.  The
-seed log's off-block values are rounding noise of its run (see ``known_exceptions`` in the JSON)
-and are reported but not counted as mismatches.
+Each number is formatted exactly as the seed script printed it and compared as a string, our
+numbers read from the seed log's seeds only (the workflow runs more).  The seed log's off-block
+values are rounding noise of its run (see ``known_exceptions`` in the JSON) and are reported but
+not counted as mismatches.  Beside the digits, the seed log's outcome under its own rule: the
+criteria it was judged by (config ``c3.seed_log_outcome``) evaluated with ``z = 0`` on the same
+seeds (:func:`outcome`).  Both are consistency checks (C3-seed-log, C3-seed-log-outcome), not
+verdicts on the paper.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def compare(seed_log: dict, per_seed: list[dict], infos: list[dict], fits: dict)
         where = f"fit {sfit['config']}"
         for k in ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes"):
             for q in FIT_KEYS:
-                ours = {"slope": f[f"slope_{k}"], "slope_se": f[f"slope_{k}_se"],
+                ours = {"slope": f[f"slope_{k}"], "slope_se": f[f"slope_{k}_ols_se"],
                         "n_increases": f[f"n_increases_{k}"], "first": f[f"{k}_first"],
                         "last": f[f"{k}_last"], "ratio": f[f"{k}_ratio"]}[q]
                 add(where, f"{k} {q}", sfit[k][q], ours, None if q == "n_increases" else f"fit.{q}")
@@ -87,17 +91,80 @@ def to_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-CRITERION = {"id": "C3-seed-log",
-             "statement": "every number the seed log prints (per seed and L, theta_inf lines, fits, flags) "
-                          "equals our value at its printed precision",
-             "all": [{"measured": "seed_log.n_mismatch", "op": "==", "value": 0}]}
+def seed_log_seeds(seed_log: dict) -> dict:
+    """``{"<setting>_<token_kind>": [seed, ...]}``: the seeds the seed log ran (its runs)."""
+    out: dict[str, list[int]] = {}
+    for run in seed_log["runs"]:
+        out.setdefault(f"{run['setting']}_{run['token_kind']}", []).append(int(run["seed"]))
+    return out
 
 
-def with_comparison(criteria: list[dict], metrics: dict, seed_log: dict, per_seed: list[dict]):
-    """C3's verdict inputs with the seed-log comparison added: ``(criteria + [CRITERION], metrics
-    with seed_log = {n_compared, n_mismatch}, the comparison table as Markdown)``; the arguments
-    are left unchanged.  ``per_seed``: the rows of ``results/c3/c3_per_seed.csv``."""
-    rows = compare(seed_log, per_seed, metrics["infos"], metrics["fits"])
-    metrics = dict(metrics, seed_log={"n_compared": sum(r["match"] is not None for r in rows),
-                                      "n_mismatch": sum(r["match"] is False for r in rows)})
-    return list(criteria) + [CRITERION], metrics, to_markdown(rows)
+def seed_log_metrics(metrics: dict, per_seed: list[dict], seed_log: dict) -> dict:
+    """C3's metrics recomputed from the seed log's seeds only, with the seed log's point-estimate
+    reading (``z = 0``: the trend counts are plain counts of increases): ``{"fits", "offblock",
+    "infos"}``, the same paths as the full metrics, so the config's criteria read them unchanged."""
+    from . import c3  # c3 imports the training stack; the digits comparison alone does not need it
+
+    seeds = seed_log_seeds(seed_log)
+    infos = [i for i in metrics["infos"]
+             if int(i["seed"]) in seeds.get(f"{i['setting']}_{i['token_kind']}", ())]
+    rows = [r for r in per_seed if int(r["seed"]) in seeds.get(f"{r['setting']}_{r['token_kind']}", ())]
+    return {"fits": c3.fit_all(rows, 0.0, seeds), "offblock": c3.offblock_summary(rows, infos), "infos": infos}
+
+
+def outcome(expected: dict, rules: list[dict], block: dict) -> tuple[int, list[dict]]:
+    """The seed log's outcome under its own rule: each criterion or check named in ``expected``
+    (``{id: status}``; ``rules``: the config's criteria and consistency checks) evaluated with the
+    point-estimate rule (``z = 0``) on ``block`` (:func:`seed_log_metrics`).  Returns (number of
+    statuses that differ from ``expected``, one row ``{id, expected, ours, measured}`` each)."""
+    from .. import verdict
+
+    by_id = {c["id"]: c for c in rules}
+    rows = []
+    for cid, want in expected.items():
+        v = verdict.evaluate(by_id[cid], block, z=0)
+        rows.append(dict(id=cid, expected=want, ours=v["status"],
+                         measured="; ".join(verdict.fmt_test(r) for r in v["tests"] + v["preconditions"])))
+    return sum(r["expected"] != r["ours"] for r in rows), rows
+
+
+def outcome_markdown(rows: list[dict], seeds: dict) -> str:
+    """The seed log's outcome beside ours (its seeds, its rule) as a Markdown table."""
+    n_bad = sum(r["expected"] != r["ours"] for r in rows)
+    counts = {s: sum(r["ours"] == s for r in rows) for s in ("PASS", "FAIL", "INCONCLUSIVE")}
+    lines = ["## The seed log's outcome under its own rule", "",
+             "The criteria the seed log was judged by (C3d as it declared it: consistency check "
+             "C3d-threshold), evaluated on our numbers from the seed log's seeds only ("
+             + ", ".join(f"{k}: {', '.join(map(str, v))}" for k, v in seeds.items())
+             + ") with its point-estimate rule (z = 0: no standard error read; the trend counts are "
+             "plain counts of increases): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+             + f"; {n_bad} status(es) differ from the seed log's.", "",
+             "| criterion | seed log | ours (its seeds, z = 0) | measured |", "|---|---|---|---|"]
+    lines += [f"| {r['id']} | {r['expected']} | {r['ours']}{'' if r['ours'] == r['expected'] else ' **DIFFERS**'} "
+              f"| {r['measured']} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def with_comparison(metrics: dict, seed_log: dict, per_seed: list[dict], expected: dict | None = None,
+                    rules: list[dict] | None = None) -> tuple[dict, str]:
+    """C3's verdict inputs with the seed-log comparisons added (the arguments are left unchanged):
+    ``(metrics with seed_log = {n_compared, n_mismatch, outcome_n_differ (when expected is given),
+    each with se exact}, the comparison tables as Markdown)``.
+
+    Both read our numbers from the seed log's seeds only (:func:`seed_log_metrics`): every printed
+    digit against ours (consistency check C3-seed-log), and, given ``expected`` (config
+    ``c3.seed_log_outcome``) and ``rules`` (the criteria and checks it names), the seed log's
+    outcome under its own rule (check C3-seed-log-outcome).  ``per_seed``: the rows of
+    ``results/c3/c3_per_seed.csv``."""
+    block = seed_log_metrics(metrics, per_seed, seed_log)
+    rows = compare(seed_log, per_seed, block["infos"], block["fits"])
+    out = {"n_compared": sum(r["match"] is not None for r in rows),
+           "n_mismatch": sum(r["match"] is False for r in rows)}
+    out["n_compared_se"] = out["n_mismatch_se"] = "exact"
+    block["seed_log"] = dict(out)  # C3-seed-log is part of the seed log's outcome
+    md = ""
+    if expected:
+        n_differ, orows = outcome(expected, rules or [], block)
+        out["outcome_n_differ"], out["outcome_n_differ_se"] = n_differ, "exact"
+        md = outcome_markdown(orows, seed_log_seeds(seed_log)) + "\n"
+    return dict(metrics, seed_log=out), md + to_markdown(rows)

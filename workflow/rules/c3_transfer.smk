@@ -65,7 +65,8 @@ rule c3_train:
 
 
 rule c3_metrics:
-    """Per-seed rows, seed averages, OLS fits: the seed log's numbers."""
+    """Per-seed rows, seed averages, fits with their standard errors across seeds (delete-one-seed
+    jackknife), trend tests at the decision rule's z, C3d's growth rates."""
     input:
         traj=[f"results/c3/trajectories/{s}_s{seed}.npz" for s, seed in C3_RUNS],
         eval=[f"results/c3/tasks/{s}_s{seed}_eval.npz" for s, seed in C3_RUNS],
@@ -78,6 +79,8 @@ rule c3_metrics:
         runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_RUNS],
         L=C3["L"],
         eval_L=C3["eval"]["L"],
+        z=config["decision"]["z"],
+        offblock_rate=C3["offblock_rate"],
         protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
     conda:
         "../envs/softlin.yaml"
@@ -112,12 +115,13 @@ rule c3_figure:
 
 
 rule c3_verdict:
-    """Predeclared criteria C3a-C3e; the seed log's digits beside ours."""
+    """Predeclared criteria C3a-C3e; consistency checks, among them the seed log's digits and its
+    outcome under its own rule, from the seed log's seeds."""
     input:
         metrics="results/c3/c3_transfer.json",
         per_seed="results/c3/c3_per_seed.csv",
         seed_log="workflow/resources/seed_log_c3.json",
-        code=pkg("verdict.py", "io.py", "claims/seedlog.py"),
+        code=pkg("verdict.py", "io.py", "metrics.py", "claims/c3.py", "claims/c3_notes.py", "claims/seedlog.py"),
     output:
         json=update("results/c3/verdict.json"),
         md=update("results/c3/verdict.md"),
@@ -128,6 +132,7 @@ rule c3_verdict:
         criteria=C3["criteria"],
         checks=C3.get("consistency_checks", []),
         compare_seed_log=C3["compare_seed_log"],
+        seed_log_outcome=C3["seed_log_outcome"],
         preset=PRESET,
     conda:
         "../envs/softlin.yaml"

@@ -281,8 +281,10 @@ def c3_setting(name):
     st = config["c3"]["settings"][name]
     s = SIGMAS[("c3", name)]
     label = st.get("label") or ("isotropic" if np.array_equal(s, np.eye(len(s))) else name)
+    # (no n_seed here: it is not a property of one seed's run, and as a param it made a change of
+    # n_seed resample and retrain every existing seed of the setting)
     return {"name": name, "label": label, "token_kind": st.get("token_kind", "gauss"),
-            "sigma": s.tolist(), "n_seed": st["n_seed"]}
+            "sigma": s.tolist()}
 
 
 # --------------------------------------------------------------------------- C1 / C2 / C4 helpers

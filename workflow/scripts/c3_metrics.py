@@ -1,4 +1,4 @@
-"""C3 rule c3_metrics: per-seed rows, seed averages and fits (CSV + JSON)."""
+"""C3 rule c3_metrics: per-seed rows, seed averages, fits with their standard errors across seeds (CSV + JSON)."""
 import numpy as np
 import pandas as pd
 
@@ -19,7 +19,7 @@ def runs():
         yield run, traj, Tasks.load(eval_path)
 
 
-out = c3.summarize_runs(runs(), p.L, p.eval_L, p.protocol, progress=log)
+out = c3.summarize_runs(runs(), p.L, p.eval_L, p.protocol, progress=log, z=p.z, rate=dict(p.offblock_rate))
 pd.DataFrame(out["table"]).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 pd.DataFrame(out["per_seed"]).to_csv(snakemake.output.per_seed, index=False, float_format="%.17g")  # noqa: F821
 save_json(snakemake.output.metrics, out["metrics"])  # noqa: F821

@@ -1,17 +1,21 @@
-"""C3 rule c3_verdict: predeclared criteria, plus the seed log comparison as one more criterion."""
+"""C3 rule c3_verdict: predeclared criteria and consistency checks (the seed log's digits and its
+outcome under its own rule among them, read from the seed log's seeds only)."""
 import pandas as pd
 
 from softlin import verdict
-from softlin.claims import seedlog
+from softlin.claims import c3_notes, seedlog
 from softlin.io import load_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 i = snakemake.input  # noqa: F821
 log = Progress(snakemake.log[0], "c3 verdict")  # noqa: F821
-criteria, metrics, extra = list(p.criteria), load_json(i.metrics), ""
+criteria, checks, metrics, extra = list(p.criteria), list(p.checks), load_json(i.metrics), ""
 if p.compare_seed_log:
-    criteria, metrics, extra = seedlog.with_comparison(criteria, metrics, load_json(i.seed_log),
-                                                       pd.read_csv(i.per_seed).to_dict("records"))
+    metrics, extra = seedlog.with_comparison(metrics, load_json(i.seed_log), pd.read_csv(i.per_seed).to_dict("records"),
+                                             dict(p.seed_log_outcome), criteria + checks)
+else:  # another protocol than the seed log's: nothing to compare with
+    checks = [c for c in checks if not any(t["measured"].startswith("seed_log.") for t in c["all"])]
+notes = c3_notes.notes_markdown([verdict.evaluate(c, metrics, p.z) for c in criteria], metrics, p.z)
 verdict.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
-                dict(snakemake.output.items()), extra, log=log, checks=list(p.checks), z=p.z)  # noqa: F821
+                dict(snakemake.output.items()), notes + extra, log=log, checks=checks, z=p.z)  # noqa: F821

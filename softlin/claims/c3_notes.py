@@ -1,0 +1,94 @@
+"""C3's verdict notes (rule c3_verdict): the seeds each undecided test would need, and C3d's runs.
+
+Apart from :mod:`softlin.claims.c3` (an input of the training jobs), so that a change here reruns
+the verdict only."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import verdict
+from .c3 import RATE_FLOOR, RATE_RECORDS
+
+
+def needed_seeds(n: int, value: float, se: float, threshold, z: float) -> float:
+    """Seeds for ``value +/- z se`` to clear ``threshold`` (the nearest edge of a band), from
+    ``se ~ 1 / sqrt(n)``: ``n (z se / |value - threshold|)^2`` (inf at the threshold)."""
+    edges = threshold if isinstance(threshold, (list, tuple)) else [threshold]
+    gap = min(abs(value - e) for e in edges)
+    return float("inf") if gap == 0 else float(n * (z * se / gap) ** 2)
+
+
+def _n_seed_of(metrics: dict, path: str, label) -> int | None:
+    """Seeds behind the value at ``path`` (entry ``label`` of a mapping)."""
+    parts = path.split(".")
+    if parts[0] == "fits":
+        return metrics["fits"][parts[1]]["n_seed"]
+    if parts[:2] == ["offblock", "seed_order"] and label is not None:
+        return metrics["offblock"]["seed_order"]["n_seed"].get(label)
+    return None
+
+
+def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[dict]:
+    """For every undecided test of an INCONCLUSIVE criterion among the evaluated ``verdicts`` (main
+    or precondition; main tests only where no precondition fails), the seeds it would need to
+    decide (:func:`needed_seeds`, the worst undecided entry of a mapping): rows
+    ``{id, measured, label, value, se, n_seed, needed}``."""
+    out = []
+    for v in verdicts:
+        if v["status"] != "INCONCLUSIVE":  # decided: a FAIL stays a FAIL whatever its other tests
+            continue
+        # a precondition that fails makes the criterion INCONCLUSIVE whatever its main tests say
+        blocked = any(r["outcome"] == "fails" for r in v["preconditions"])
+        for r in ([] if blocked else v["tests"]) + v["preconditions"]:
+            if r["outcome"] != "undecided" or r.get("exact"):
+                continue
+            vals, ses = r["value"], r.get("se")
+            entries = vals.items() if isinstance(vals, dict) else [(None, vals)]
+            worst = None
+            for lab, x in entries:
+                s = ses[lab] if isinstance(ses, dict) else ses
+                n = _n_seed_of(metrics, r["measured"], lab)
+                if n is None or s is None or not np.isfinite(s) or not np.isfinite(x):
+                    continue
+                if verdict.decide(r["op"], r["threshold"], x, s, z)[0] != "undecided":
+                    continue
+                need = needed_seeds(n, x, s, r["threshold"], z)
+                if worst is None or need > worst["needed"]:
+                    worst = dict(id=v["id"], measured=r["measured"], label=lab, value=x, se=s, n_seed=n, needed=need)
+            if worst is not None:
+                out.append(worst)
+    return out
+
+
+def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
+    """The verdict's extra sections: the replication each undecided test would need, and C3d's runs
+    (growth rate at the end of training and final off-block mass of every run that grows)."""
+    lines = []
+    need = replication_needed(verdicts, metrics, z)
+    if need:
+        lines += ["## What would decide the undecided tests", "",
+                  f"Seeds per setting for `value +/- {z:g} se` to clear the threshold, from the standard "
+                  "error's `1/sqrt(n)` scaling across seeds (an estimate: the value itself moves with more seeds).", "",
+                  "| criterion | measured | value +/- se | seeds now | seeds needed |", "|---|---|---|---|---|"]
+        lines += [f"| {r['id']} | `{r['measured']}`{'' if r['label'] is None else ' [' + r['label'] + ']'} "
+                  f"| {r['value']:.4g} +/- {r['se']:.2g} | {r['n_seed']} | "
+                  f"{'inf' if not np.isfinite(r['needed']) else int(np.ceil(r['needed']))} |" for r in need]
+        lines.append("")
+    so = metrics.get("offblock", {}).get("seed_order")
+    if so:
+        rec = metrics.get("offblock_rate", {})
+        lines += ["## C3d: the runs without pair summation", "",
+                  f"Growth rate per step of the off-block mass: OLS slope of ln(mass) over the last "
+                  f"{rec.get('records', RATE_RECORDS)} records (masses below {rec.get('floor', RATE_FLOOR):g}, "
+                  "rounding level, count as that floor: a run at rounding level has rate 0); the peak rate "
+                  "is the largest such slope over any window of as many consecutive records. Largest final "
+                  f"mass: softmax {so['softmax_max']:.2g}, linear(inf) {so['limit_max']:.2g}. Runs whose mass "
+                  "grew or ends above 1e-12:", ""]
+        lines += [f"* {x}" for x in so["runs"]] or ["* none"]
+        lines += ["", "Where one seed of n is unstable at an L and the others stay at rounding level, the seed "
+                  "mean equals its standard error (x / n +/- x / n), so the seeds-needed estimate above is "
+                  "4 n whatever n: the test decides once unstable draws recur (FAIL: the mean rate is then "
+                  "positive beyond 2 se) or stay rare enough for the mean to be 0."]
+        lines.append("")
+    return "\n".join(lines) + ("\n" if lines else "")
