@@ -30,7 +30,8 @@ _FIT = "{slope,slope_se,slope_full,slope_full_se,fit_L,n_increases,first,last,ra
 _PROBE = "{setting,token_kind,probe,kind,s,lambda_max,beta,pred_slope,below_threshold}"
 _C3_SERIES = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
 _C3_FIT = "{" + ",".join(
-    [f"{k}_{x}" for x in _C3_SERIES for k in ("slope", "monotone", "n_increases")]
+    [f"{k}_{x}" for x in _C3_SERIES for k in ("slope", "monotone", "n_increases", "n_sig_increases", "diff")]
+    + [f"slope_{x}_ols_se" for x in _C3_SERIES]
     + [f"slope_{x}_se" for x in _C3_SERIES]
     + [f"{x}_{k}" for x in _C3_SERIES for k in ("first", "last", "ratio")]
     + ["config", "slope_last4_D_inf_max", "slope_last4_D_inf_max_se", "D_inf_max_small_over_large",
@@ -71,7 +72,10 @@ METRICS: dict[str, list[str]] = {
     "c3": [
         f"fits.{{c3_fit}}.{_C3_FIT}",
         "offblock.{limit_max,softmax_max}",
-        "offblock.seed_order.{limit_max,softmax_max,limit_max_along,softmax_max_along,softmax_above_1e-12}",
+        "offblock.seed_order.{limit_max,softmax_max,limit_max_along,softmax_max_along,softmax_above_1e-12,runs}",
+        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed}",
+        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed}.*",
+        "seed_log.{n_compared,n_mismatch,outcome_n_differ}",
         "L", "L.*", "protocol.*", "protocol.eval.*",
     ],
     "c4": [

@@ -33,7 +33,7 @@ rule c3_train:
     offblock_seed_order also linear(inf) and softmax(L) without pair summation (C3d)."""
     input:
         tasks="results/c3/tasks/{setting}_s{seed}.npz",
-        code=KERNEL_SOURCES + pkg("io.py", "progress.py", "claims/c3.py"),
+        code=code_inputs("c3_train.py"),
     output:
         "results/c3/trajectories/{setting}_s{seed}.npz",
     params:
@@ -70,7 +70,7 @@ rule c3_metrics:
     input:
         traj=[f"results/c3/trajectories/{s}_s{seed}.npz" for s, seed in C3_RUNS],
         eval=[f"results/c3/tasks/{s}_s{seed}_eval.npz" for s, seed in C3_RUNS],
-        code=KERNEL_SOURCES + pkg("io.py", "metrics.py", "claims/c3.py"),
+        code=code_inputs("c3_metrics.py"),
     output:
         table="results/c3/c3_transfer.csv",
         per_seed="results/c3/c3_per_seed.csv",
@@ -97,7 +97,7 @@ rule c3_figure:
     input:
         table="results/c3/c3_transfer.csv",
         metrics="results/c3/c3_transfer.json",
-        code=pkg("plots.py"),
+        code=code_inputs("c3_figure.py"),
     output:
         png=report("figures/c3_transfer.png", category="C3 transfer", caption="../report/c3_transfer.rst"),
         pdf="figures/c3_transfer.pdf",
@@ -121,7 +121,7 @@ rule c3_verdict:
         metrics="results/c3/c3_transfer.json",
         per_seed="results/c3/c3_per_seed.csv",
         seed_log="workflow/resources/seed_log_c3.json",
-        code=pkg("verdict.py", "io.py", "metrics.py", "claims/c3.py", "claims/c3_notes.py", "claims/seedlog.py"),
+        code=code_inputs("c3_verdict.py"),
     output:
         json=update("results/c3/verdict.json"),
         md=update("results/c3/verdict.md"),
