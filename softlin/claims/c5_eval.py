@@ -262,36 +262,42 @@ def learning_time(opt: online.Optimizer, loss_step) -> np.ndarray:
 
 
 def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
-                    reference: float | None = None, x=None, z: float = 0.0,
-                    over_reference: tuple | None = None) -> dict:
+                    reference: float | None = None, z: float = 0.0,
+                    over_reference: tuple | None = None, x_learning=None) -> dict:
     """Per-run convergence from the logged training loss and the run's test risk.
 
     ``initial``: the first logged loss; ``escape_step``: the first logged step at which the loss is
     below ``escape_frac`` x initial (None: never; a diagnostic); ``rel_drop_end`` (+ ``_se``):
-    :func:`end_drop` over the last ``window_frac`` of training time ``x`` (:func:`learning_time` under
-    the run's schedule; the log index if None); ``final``: the mean loss over that window.
-    ``reference``: the test risk of a member of the run's model class (linear: the class optimum at
-    its L; softmax: the best member of the reference family), which a converged run does not exceed
-    by more than ``reference_tol`` (relative), compared with ``risk`` (the final training loss if None).
+    :func:`end_drop` over the last ``window_frac`` of the log points; ``final``: the mean loss over
+    that window.  ``reference``: the test risk of a member of the run's model class (linear: the
+    class optimum at its L; softmax: the best member of the reference family), which a converged run
+    does not exceed by more than ``reference_tol`` (relative), compared with ``risk`` (the final
+    training loss if None).
 
-    Each of the two tests (flat: drop < max_rel_drop; within reference: risk - (1 + tol) reference
-    <= 0, ``over_reference`` = (value, paired se) of that difference on the test prompts, else exact)
-    is decided by the project's rule at ``z`` (``z = 0``: the point estimate), holds / fails /
-    undecided; ``status``: converged if both hold, unconverged if one fails, else undecided;
-    ``converged``: status == converged."""
+    Two tests, each decided by the project's rule at ``z`` (``z = 0``: the point estimate), holds /
+    fails / undecided: *within reference*, ``risk - (1 + tol) reference <= 0`` (``over_reference``:
+    its value and paired standard error over the test prompts; else exact), the test of convergence;
+    *flat*, ``drop < max_rel_drop``, a guard against a run still falling, which counts only where it
+    fails (the data show a fall of more than max_rel_drop).  ``status``: unconverged if either test
+    fails, converged if within reference holds (and flat does not fail), else undecided.
+    ``x_learning``: the log points' training time in the schedule's own clock (:func:`learning_time`),
+    for the diagnostic ``rel_drop_learning`` (+ ``_se``): the same drop over the last window_frac of
+    the learning (not part of the status; see docs/c5_decisions.md, issue 24)."""
     from .. import verdict
 
     loss = np.asarray(loss, dtype=float)
     initial = float(loss[0])
     below = np.nonzero(loss < conv["escape_frac"] * initial)[0]
     escape = int(loss_step[below[0]]) if below.size else None
-    drop, drop_se = end_drop(loss, conv["window_frac"], x, se=True)
-    _, yw, _ = _window(loss, conv["window_frac"], x)
+    drop, drop_se = end_drop(loss, conv["window_frac"], se=True)
+    _, yw, _ = _window(loss, conv["window_frac"])
     out = {"initial": initial, "final": float(yw.mean()), "escape_step": escape, "rel_drop_end": drop,
            "rel_drop_end_se": drop_se, "n_window": int(yw.size)}
+    if x_learning is not None:
+        out["rel_drop_learning"], out["rel_drop_learning_se"] = end_drop(loss, conv["window_frac"], x_learning, se=True)
     flat = verdict.decide("<", conv["max_rel_drop"], drop, drop_se, z)[0]
     out["flat"] = flat
-    outcomes = [flat]
+    within = "holds"
     if reference is not None:
         r = out["final"] if risk is None else float(risk)
         out.update(reference=float(reference), risk=r, risk_over_reference=r / reference)
@@ -299,9 +305,8 @@ def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
         out["risk_minus_tol_reference"], out["risk_minus_tol_reference_se"] = float(v), se
         within = verdict.decide("<=", 0.0, float(v), se, z)[0]
         out["within_reference"] = within
-        outcomes.append(within)
-    out["status"] = ("converged" if all(o == "holds" for o in outcomes)
-                     else "unconverged" if "fails" in outcomes else "undecided")
+    out["status"] = ("unconverged" if "fails" in (flat, within) else "converged" if within == "holds"
+                     else "undecided")
     out["converged"] = out["status"] == "converged"
     return out
 
@@ -395,11 +400,13 @@ def convergence_summary(runs: dict) -> dict:
     bad = sorted(k for k, s in st.items() if s == "unconverged")
     und = sorted(k for k, s in st.items() if s == "undecided")
     drops = {k: r["rel_drop_end"] for k, r in runs.items()}
+    flat_und = sorted(k for k, r in runs.items() if r["flat"] == "undecided")
     out = {"runs": runs, "n_runs": len(runs), "n_failed": len(bad), "n_undecided": len(und),
            "n_unconverged": len(bad) + len(und), "unconverged": bad, "undecided": und,
+           "n_flat_undecided": len(flat_und), "flat_undecided": flat_und,
            "n_never_escaped": sum(r["escape_step"] is None for r in runs.values()),
            "rel_drop_end_max": float(max(drops.values())), "worst_run": max(drops, key=drops.get)}
-    for k in ("n_runs", "n_failed", "n_undecided", "n_unconverged", "n_never_escaped"):
+    for k in ("n_runs", "n_failed", "n_undecided", "n_unconverged", "n_never_escaped", "n_flat_undecided"):
         out[f"{k}_se"] = metrics.EXACT
     return out
 
@@ -410,7 +417,8 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict, init_seeds: 
     delete-one jackknife over ``blocks`` (:func:`evaluate_with_blocks`: blocks of independent test
     prompts; one training run, so only the test set is replicated).  ``init_seeds``: the restart each
     run (``softmax_L10``, ...) was kept from.  Per-run convergence reads the loss in the schedule's
-    time (cfg ``optimizer``, ``steps``; the log index without them) and decides at ``z``."""
+    log points and decides at ``z`` (the drop in the schedule's time, cfg ``optimizer`` and ``steps``,
+    is a diagnostic)."""
     Ls = np.array([r["L"] for r in rows])
     noise = cfg["noise_var"]
     out = {"L": Ls.tolist(), "L_min": int(Ls[0]), "L_max": int(Ls[-1]), "replication": "test prompts",
@@ -428,10 +436,12 @@ def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict, init_seeds: 
     for k, v in losses.items():
         m, L = k.split("_L")
         i, r = by_L[int(L)]
-        runs[k] = run_convergence(v, loss_step, conv, r[f"R_{m}"], r[f"R_{m}_ref"], x=x, z=z,
-                                  over_reference=_over_reference(blocks, i, m, conv["reference_tol"]))
-        # the rule before issue 24 (last window_frac of the log points, point estimates), for the record
-        old = run_convergence(v, loss_step, conv, r[f"R_{m}"], r[f"R_{m}_ref"], x=None, z=0.0)
+        runs[k] = run_convergence(v, loss_step, conv, r[f"R_{m}"], r[f"R_{m}_ref"], z=z,
+                                  over_reference=_over_reference(blocks, i, m, conv["reference_tol"]),
+                                  x_learning=x)
+        # the rule before issue 24 (point estimates; flat required), for the record
+        old = run_convergence(v, loss_step, conv, r[f"R_{m}"], r[f"R_{m}_ref"], z=0.0)
+        old["converged"] = old["flat"] == "holds" and old["within_reference"] == "holds"
         runs[k]["converged_by_old_rule"] = old["converged"]
         runs[k]["rel_drop_end_old_rule"] = old["rel_drop_end"]
         if init_seeds is not None:

@@ -34,8 +34,9 @@ def replication_needed(criteria: list[dict], metrics: dict, z: float, n: int, un
 def convergence_table(conv: dict) -> str:
     """Markdown table of every run's convergence (flatness with its error, reference, status)."""
     rows = ["| run | init seed | first loss | final loss | escape step (diagnostic) | end drop +/- se (points) | flat "
-            "| test risk | reference risk | ratio | within reference | status | by the rule before issue 24 |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| drop over the last learning (diagnostic) | test risk | reference risk | ratio | within reference | status "
+            "| by the rule before issue 24 |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for k, r in conv["runs"].items():
         ref = (f"{r['risk']:.4g} | {r['reference']:.4g} | {r['risk_over_reference']:.3f} | {r['within_reference']}"
                if "reference" in r else "- | - | - | -")
@@ -43,7 +44,9 @@ def convergence_table(conv: dict) -> str:
         old = r.get("converged_by_old_rule")
         rows.append(f"| {k} | {'-' if seed is None else seed} | {r['initial']:.4g} | {r['final']:.4g} | "
                     f"{r['escape_step'] if r['escape_step'] is not None else 'never'} | "
-                    f"{r['rel_drop_end']:.3g} +/- {r['rel_drop_end_se']:.2g} ({r['n_window']}) | {r['flat']} | {ref} | "
+                    f"{r['rel_drop_end']:.3g} +/- {r['rel_drop_end_se']:.2g} ({r['n_window']}) | {r['flat']} | "
+                    + (f"{r['rel_drop_learning']:.3g} +/- {r['rel_drop_learning_se']:.2g}" if "rel_drop_learning" in r else "-")
+                    + f" | {ref} | "
                     f"{'**' + r['status'] + '**' if r['status'] != 'converged' else r['status']} | "
                     f"{'-' if old is None else ('converged' if old else 'NOT converged')} |")
     changed = [k for k, r in conv["runs"].items()

@@ -100,7 +100,7 @@ rule c5_verdict:
     the consistency check C5d."""
     input:
         metrics="results/c5/c5_metrics.json",
-        code=pkg("verdict.py", "io.py"),
+        code=pkg("verdict.py", "io.py", "claims/c5_report.py"),
     output:
         json="results/c5/verdict.json",
         md="results/c5/verdict.md",
@@ -186,6 +186,30 @@ rule c5_replicate_metrics:
         "../scripts/c5_metrics.py"
 
 
+rule c5_replicate_verdict:
+    """The criteria on one replicate alone (its test-sampling errors)."""
+    input:
+        metrics="results/c5_replicates/{c5_rep}/c5_metrics.json",
+        code=pkg("verdict.py", "io.py", "claims/c5_report.py"),
+    output:
+        json="results/c5_replicates/{c5_rep}/verdict.json",
+        md="results/c5_replicates/{c5_rep}/verdict.md",
+        consistency="results/c5_replicates/{c5_rep}/consistency.json",
+        html="results/c5_replicates/{c5_rep}/verdict.html",
+    params:
+        z=config["decision"]["z"],
+        criteria=C5["criteria"],
+        checks=C5.get("consistency_checks", []),
+        preset=PRESET,
+        protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicate_{c5_rep}_verdict"),
+    script:
+        "../scripts/c5_verdict.py"
+
+
 rule c5_replicates_metrics:
     """Per-L risks and gaps as mean +/- standard error across the replicates; the criteria's metrics
     with the jackknife over replicates."""
@@ -231,7 +255,7 @@ rule c5_replicates_verdict:
     """The C5 criteria read with the errors across replicates."""
     input:
         metrics="results/c5_replicates/c5_replicates_metrics.json",
-        code=pkg("verdict.py", "io.py"),
+        code=pkg("verdict.py", "io.py", "claims/c5_report.py"),
     output:
         json="results/c5_replicates/verdict.json",
         md="results/c5_replicates/verdict.md",
@@ -262,6 +286,7 @@ rule c5_replicates:
         rules.c5_replicates_metrics.output,
         rules.c5_replicates_figure.output,
         rules.c5_replicates_verdict.output,
+        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_REPS],
 
 
 rule c5:

@@ -27,11 +27,14 @@ extra = (f"**One replicate** ({seeds}). The standard errors here are test-sampli
          + c5_report.prediction_text(metrics) + "\n"
          + ("Undecided tests and the replication that would decide them:\n\n" + "\n".join(need) + "\n\n" if need else "")
          + "Protocol: " + ", ".join(f"{k} = {v}" for k, v in proto.items()) + "\n\n"
-         "Per-run convergence (C5c, a consistency check; flatness over the last "
-         f"{proto['convergence']['window_frac']:.0%} of training in the schedule's time, decided with its jackknife "
-         "error over the window's log points; reference: linear, the class optimum x_q^T P*(L) h; softmax, the best "
-         "member of the family U = blockdiag(a P*(L), 0), v = c e_D; within reference decided with the paired "
-         "test-sampling error; init seed: the restart kept, by the lowest end training loss, when c5.restarts > 1):\n\n"
+         "Per-run convergence (C5c, a consistency check; within reference decided with the paired test-sampling "
+         "error; flatness over the last "
+         f"{proto['convergence']['window_frac']:.0%} of the log points, decided with its jackknife "
+         "error over them, counts only where it fails; the drop over the last "
+         f"{proto['convergence']['window_frac']:.0%} of the learning (cumulative learning rate) is a diagnostic; "
+         "reference: linear, the class optimum x_q^T P*(L) h; softmax, the best member of the family "
+         "U = blockdiag(a P*(L), 0), v = c e_D; init seed: the restart kept, by the lowest end training loss, "
+         "when c5.restarts > 1):\n\n"
          + c5_report.convergence_table(metrics["convergence"]))
 verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log, checks=list(p.checks), z=p.z)
