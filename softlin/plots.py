@@ -297,7 +297,7 @@ def c5_risk_vs_L(table, metrics: dict, note: str, protocol: dict, curves: dict, 
         ok = [runs[f"{model}_L{x}"]["converged"] for x in L]
         y = [e if e is not None else steps for e in esc]
         ax[2].scatter(L, y, marker=mk, facecolors=[c if o else "none" for o in ok], edgecolors=c,
-                      label=f"{model} (filled: converged = flat and within its class reference)")
+                      label=f"{model} (filled: converged = within its class reference, not shown still falling)")
     ax[2].axhline(steps, color="gray", ls="--", lw=0.8, label="end of training (never escaped)")
     ax[2].set_xscale("log")
     ax[2].set_xlabel("prompt length L")
