@@ -32,7 +32,9 @@ need = c5_report.replication_needed(list(p.criteria), metrics, p.z, n, "independ
 extra = (f"**{n} independent replicates** (training stream, initialisation with its restarts, test set), "
          f"{', '.join(metrics['replicates'])}. Standard errors: delete-one jackknife over the replicates of "
          "each quantity computed from the replicates' mean risks (per-L means +/- se across seeds: "
-         "`c5_replicates_risks.csv`). Per replicate (its own test-sampling errors):\n\n" + "\n".join(rows) + "\n\n"
+         "`c5_replicates_risks.csv`). With n replicates a standard error has n - 1 degrees of freedom and is itself "
+         "uncertain (with 3, a factor of about 2 either way); the decision rule reads it at z as every other "
+         "claim does. Per replicate (its own test-sampling errors):\n\n" + "\n".join(rows) + "\n\n"
          + c5_report.prediction_text(metrics) + "\n"
          + ("Undecided tests and the replication that would decide them:\n\n" + "\n".join(need) + "\n\n" if need else "")
          + f"Convergence over all replicates: {metrics['convergence']['n_unconverged']} of "
