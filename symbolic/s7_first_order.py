@@ -14,7 +14,7 @@ import sympy as sp
 from .core import Derivation, register
 from .s1_tilt import d, n, tilt_at
 from .s6_baselines import L, Sp, Sq, s2, wv
-from .tools import expand_traces, explicit, is_zero, quadratic_forms_moment, sym_matrix, sym_vector
+from .tools import expand_traces, explicit, gaussian_expectation, is_zero, quadratic_forms_moment, sym_matrix, sym_vector
 
 c = sp.Symbol("c", positive=True)           # scale of the reference family
 T = sp.Symbol("T", positive=True)           # tr Sigma (correct mode)
@@ -143,11 +143,16 @@ def _delta_method(steps, res):
     steps.append(("with v_NN = Var(e y), v_ND = Cov(e y, e), v_DD = Var(e): L E (R - m)^2 -> "
                   f"E[e^2 (y - m)^2] / E[e]^2 (the mu_N - m mu_D terms vanish): {ok}", v1))
     assert ok
-    g, bb, vv, eq, Lr = sp.symbols("g b V eps_q L", real=True)
-    # f - y_q = c (R - m) + g - eps_q, g = c m - w^T x_q the limit error; E over eps_q and the prompt
-    risk = s2 + g ** 2 + 2 * g * c * bb / Lr + c ** 2 * vv / Lr
+    g, bb, vv, eq, Lr, rr = sp.symbols("g b V eps_q L r", real=True)
+    # f - y_q = c r + g - eps_q, r = R - m, g = c m - w^T x_q the limit error; E over eps_q (Isserlis), then over the
+    # prompt with E r = b / L, E r^2 = V / L (+ O(1/L^2), the two steps above)
+    e_eq = gaussian_expectation(sp.expand((c * rr + g - eq) ** 2), [eq], sp.Matrix([[s2]]))
+    poly = sp.Poly(e_eq, rr)
+    risk = sp.expand(sum(coef * {0: 1, 1: bb / Lr, 2: vv / Lr}[k[0]] for k, coef in poly.terms()))
+    assert is_zero(risk - (s2 + g ** 2 + 2 * g * c * bb / Lr + c ** 2 * vv / Lr))
     steps.append(("f - y_q = c (R - m) + g - eps_q with g = c m - w^T x_q (the infinite-prompt error) and eps_q "
-                  "independent: E[(f - y_q)^2 | w, x_q] = s^2 + g^2 + 2 g c b / L + c^2 V / L + O(1/L^2), "
+                  "independent: E over eps_q (Isserlis), then the prompt: E[(f - y_q)^2 | w, x_q] = "
+                  "s^2 + g^2 + 2 g c b / L + c^2 V / L + O(1/L^2), "
                   "b = L (E R - m), V = L E (R - m)^2; the bias enters squared (O(1/L^2)) except through 2 g c b / L",
                   risk))
     res["conditional_risk_first_order"] = risk
@@ -180,19 +185,17 @@ def _softmax(steps, res):
     steps.append(("S1 tilted means of y at tilts a and 2a (m = E[e y] / E[e] and the mean under e^2), and y's tilted "
                   "variance (the tilt does not change the covariance)", sp.Tuple(m, m2, vy)))
     # E[e^2 (y - m)^2] / E[e]^2 = (E[e^2]/E[e]^2) E_{2a}[(y - m)^2], y ~ N(m2, vy) under the 2a-tilt
-    gq = sp.Symbol("g", real=True)
-    Ey = sp.expand((m2 - m) ** 2 + vy)
-    chk = sp.expand(((m2 + sp.sqrt(sp.Symbol('V_y', positive=True)) * gq - m) ** 2)).subs(gq ** 2, 1).subs(gq, 0)
-    assert is_zero(chk.subs(sp.Symbol('V_y', positive=True), vy) - Ey)
+    gq = sp.Symbol("g", real=True)                    # y - m2 ~ N(0, vy) under the 2a-tilt (Isserlis in g)
+    Ey = gaussian_expectation(sp.expand((m2 - m + gq) ** 2), [gq], sp.Matrix([[vy]]))
+    assert is_zero(Ey - sp.expand((m2 - m) ** 2 + vy))
     V_w = sp.expand(sp.exp(q_a) * Ey)
     steps.append(("V = E[e^2 (y - m)^2] / E[e]^2 = (E[e^2] / E[e]^2) E_{2a}[(y - m)^2] (change of measure to the 2a "
                   "tilt, under which y ~ N(2 w^T Sigma_p a, w^T Sigma_p w + s^2)), given w and a:", V_w))
     # E over w: every term is linear in W = w w^T
     W = sp.MatrixSymbol("W", d, d)
-    lin = sp.expand(Ey)
     # rewrite (w^T Sp a)^2 = tr(W Sp a a^T Sp), w^T Sp w = tr(W Sp) explicitly, then W -> sigma_w^2 I
     Ey_W = sp.Trace(W * Sp * a * a.T * Sp) + sp.Trace(W * Sp) + s2
-    ok = _check_w_linear(lin, Ey_W, W)
+    ok = _check_w_linear(Ey, Ey_W, W)
     steps.append((f"E_{{2a}}[(y - m)^2] = tr(W Sigma_p a a^T Sigma_p) + tr(W Sigma_p) + s^2, W = w w^T (checked at d = 2, "
                   f"entries symbolic: {ok}); linear in W, so E_w puts W = sigma_w^2 I", Ey_W))
     assert ok

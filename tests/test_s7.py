@@ -6,6 +6,9 @@ s2 and is left out to cut the variance).  Tolerances are in standard errors of t
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -72,6 +75,12 @@ def test_s7_registered_and_task_numbers():
     k = ex.first_order_softmax_fn()
     assert ex.softmax_best_scale(S, S, 0.1, 0.2) == pytest.approx(g["c_star"], rel=1e-6)
     assert k(g["c_star"] * 0.99, S, S, 0.1, 0.2) > g["K_soft_star"] < k(g["c_star"] * 1.01, S, S, 0.1, 0.2)
+    # the predicted curve C5 draws: gap (K_soft(c*) - K_lin) / L as a fraction of S6's exact R_lin(L)
+    r = ex.first_order_risks(np.array([100, 1000]), S, S, 0.1, 0.2)
+    assert np.allclose(r["gap"] * r["L"], g["gap_constant"])
+    assert np.allclose(r["R_lin_exact"], [ex.linear_class_risk_fn()(L, S, S, 0.1, 0.2) for L in (100, 1000)])
+    assert r["gap_fraction"][1] == pytest.approx(0.1344, abs=1e-4)
+    assert ex.first_order_risks(1000, S, S, 0.1, 0.2)["gap_fraction"] == pytest.approx(r["gap_fraction"][1])
 
 
 @pytest.mark.parametrize("mode", ["correct", "authors"])
@@ -96,15 +105,17 @@ def test_s7_k_lin_against_monte_carlo():
 
 
 # c^2 > 6: the x_q average of the next order is finite there (S7 step "not derived here"), so 1/L^2 is the remainder
-SOFT_CASES = [(3.0, 250, 11), (3.0, 1000, 12), (4.0, 250, 13), (4.0, 1000, 14)]
+# (c, L, prompts, seed): s.e. about 1.8 % of K at 20 000 prompts, 0.75 % at 100 000 (4 s.e. = 3 %: a 5 % error in
+# the exported K_soft fails that case; it passes the 20 000-prompt ones, whose 4 s.e. is 7 %)
+SOFT_CASES = [(3.0, 250, 20000, 11), (3.0, 1000, 20000, 12), (4.0, 250, 100000, 13), (4.0, 1000, 20000, 14)]
 
 
-@pytest.mark.parametrize("c,L,seed", SOFT_CASES)
-def test_s7_k_soft_against_monte_carlo(c, L, seed):
+@pytest.mark.parametrize("c,L,n,seed", SOFT_CASES)
+def test_s7_k_soft_against_monte_carlo(c, L, n, seed):
     """d = 2, correct mode: L * excess of the softmax reference family member c within 4 s.e. of K_soft(c)."""
     S = kms(2)
     K = ex.first_order_softmax_fn()(c, S, S, S2, WV2)
-    m, se = mc_softmax(c, S, S, S2, WV2, L, 20000, seed)
+    m, se = mc_softmax(c, S, S, S2, WV2, L, n, seed)
     assert abs(m - K) < 4 * se, (c, L, m, se, K)
 
 
@@ -137,6 +148,12 @@ def test_s7_monte_carlo_rejects_mutated_formulas():
                "no label noise in V": x * (1 - 2 / x) ** (-d / 2) * (B / (x - 2) + B)}
     for name, k in mutants.items():
         assert abs(m - k) > 4 * se, (name, m, se, k)
+
+
+def test_s7_cli_show():
+    out = subprocess.run([sys.executable, "-m", "symbolic", "show", "S7"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("S7") and "K_soft" in out and "K_lin" in out and "c_star_correct" in out
 
 
 def test_s7_blow_up_at_c2_equal_2():

@@ -510,7 +510,7 @@ def test_rendering_and_write_all(tmp_path):
     assert "R" in js["results"] and "srepr" in js["results"]["R"]
     paths = write_all(str(tmp_path))
     names = sorted(os.path.basename(p) for p in paths)
-    assert names == sorted(f"S{i}.{e}" for i in range(1, 7) for e in ("md", "json"))
+    assert names == sorted(f"S{i}.{e}" for i in range(1, 8) for e in ("md", "json"))
     json.loads((tmp_path / "S5.json").read_text())
 
 
@@ -520,7 +520,7 @@ def test_cli():
                               cwd=ROOT, check=True).stdout
 
     out = cli()
-    assert all(f"S{i}" in out for i in range(1, 7))
+    assert all(f"S{i}" in out for i in range(1, 8))
     out = cli("show", "S2")
     assert "theta*" in out and "R_reduced" in out
     out = cli("markdown", "S5")

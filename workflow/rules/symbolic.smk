@@ -1,5 +1,5 @@
-# The sympy derivations S1-S6 (docs/maths.md#symbolic), written for a reader and for the report.
-SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6"]
+# The sympy derivations S1-S7 (docs/maths.md#symbolic), written for a reader and for the report.
+SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
 
 
 rule symbolic:
@@ -20,6 +20,6 @@ rule symbolic:
     log:
         logfile("symbolic", "derive"),
     message:
-        "Symbolic: deriving S1-S6 with sympy"
+        "Symbolic: deriving S1-S7 with sympy"
     script:
         "../scripts/symbolic_write.py"

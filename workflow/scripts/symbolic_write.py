@@ -1,4 +1,4 @@
-"""Rule symbolic: write S1-S6 (Markdown, JSON, HTML) to results/symbolic/."""
+"""Rule symbolic: write S1-S7 (Markdown, JSON, HTML) to results/symbolic/."""
 from pathlib import Path
 
 import symbolic
