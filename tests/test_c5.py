@@ -565,3 +565,147 @@ def test_train_run_restarts_keep_the_lone_run_of_lowest_end_loss(tmp_path):
                 np.testing.assert_allclose(job[f"{m}_{k}"][i], lone[s][f"{m}_{k}"][i], rtol=1e-12, atol=1e-15)
     again = c5.train_run(cfg, [6, 11], checkpoint=ck)  # every restart resumes at its end
     np.testing.assert_array_equal(again["softmax_U"], job["softmax_U"])
+
+
+# --------------------------------------------------------------------------- issue 24: errors, replicates, rate
+def test_end_drop_se_matches_the_spread_over_simulated_runs():
+    """end_drop's jackknife se over the window's log points against the spread of the drop over 2000
+    independent simulated noisy logs (flat, and falling by 5% over the window), within 15%; a
+    noiseless flat log decides flat at z = 2, a log falling by 3% decides 'still falling' (unconverged),
+    one falling by ~2% (on the threshold) with noise leaves flatness undecided, which does not make
+    the run unconverged; the within-reference test decides the status."""
+    rng = np.random.default_rng(1)
+    n, sigma = 160, 0.007
+    conv = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
+    step = np.arange(1, n + 1) * 250
+    t = np.arange(n)
+    for fall in (0.0, 0.05):
+        mean = 0.3 * (1 - fall * (t - (n - 16)) / 16 * (t >= n - 16))
+        drops, ses = [], []
+        for _ in range(2000):
+            y = mean * (1 + sigma * rng.normal(size=n))
+            d, se = c5_eval.end_drop(y, 0.1, se=True)
+            drops.append(d)
+            ses.append(se)
+        assert np.mean(drops) == pytest.approx(fall, abs=3 * np.std(drops) / np.sqrt(2000) + 0.002)
+        assert np.sqrt(np.mean(np.square(ses))) == pytest.approx(np.std(drops), rel=0.15)
+    sd = np.std(drops)  # ~ 0.006 for 16 points at sigma = 0.007
+    flat = c5_eval.run_convergence(0.3 * (1 + sigma * rng.normal(size=n)), step, conv, z=2.0)
+    assert flat["flat"] in ("holds", "undecided") and flat["rel_drop_end_se"] == pytest.approx(sd, rel=0.5)
+    noiseless = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
+    assert c5_eval.run_convergence(np.full(n, 0.3) + 1e-6 * rng.normal(size=n), step, noiseless, z=2.0)["flat"] == "holds"
+    falling = 0.3 * (1 - 0.3 * t / n)  # 3% over the last 10%: fails at any z with no noise
+    r = c5_eval.run_convergence(falling * (1 + 1e-4 * rng.normal(size=n)), step, conv, z=2.0)
+    assert r["flat"] == "fails" and r["status"] == "unconverged"
+    edge = 0.3 * (1 - 0.2 * t / n) * (1 + sigma * rng.normal(size=n))  # ~2.1% over the window, se ~0.006
+    r = c5_eval.run_convergence(edge, step, conv, z=2.0)
+    assert r["flat"] == "undecided" and r["status"] == "converged"   # flatness counts only where it fails
+    # within reference decides: paired (value, se) of risk - 1.05 reference
+    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.01, 0.006))["status"] == "undecided"
+    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.02, 0.006))["status"] == "converged"
+    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(0.02, 0.006))["status"] == "unconverged"
+
+
+def test_learning_time_follows_the_schedule():
+    """learning_time: cumulative learning rate at each logging window's middle; constant lr -> the
+    step count x lr; cosine with warm-up -> the numpy sum of the schedule written here."""
+    step = np.arange(1, 41) * 25
+    const = online.Optimizer("adam", 0.1, steps=1000)
+    x = c5_eval.learning_time(const, step)
+    np.testing.assert_allclose(x, 0.1 * (step - 12), rtol=1e-12)  # mean of 0.1 (t + 1), t = s - 25 .. s - 1
+    cos = online.Optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
+    tt = np.arange(1000)
+    lr = 0.1 * 0.5 * (1 + np.cos(np.pi * tt / 1000)) * np.minimum(1, (tt + 1) / 200)
+    cum = np.cumsum(lr)
+    np.testing.assert_allclose(c5_eval.learning_time(cos, step), [cum[s - 25:s].mean() for s in step], rtol=1e-12)
+    # in the schedule's time, the last 10% of cosine training spans far more than the last 10% of the steps
+    xw, _, _ = c5_eval._window(np.ones(40), 0.1, c5_eval.learning_time(cos, step))
+    assert xw.size > 8
+
+
+def _table(gap_c=14.0, Ls=(100, 200, 500, 1000), scale=1.0):
+    """A risk table (n_L, n_pred): linear 0.1 + 6.5 / L, softmax linear + gap_c / L, Bayes opt 0.1."""
+    Ls = np.asarray(Ls, float)
+    R = np.full((Ls.size, len(c5_eval.PREDICTORS)), 0.2)
+    col = {p: i for i, p in enumerate(c5_eval.PREDICTORS)}
+    R[:, col["linear"]] = 0.1 + 6.5 / Ls
+    R[:, col["softmax"]] = R[:, col["linear"]] + scale * gap_c / Ls
+    R[:, col["limit_opt"]] = 0.1
+    return R
+
+
+def test_claim_metrics_rate_and_prediction():
+    """A gap exactly C / L: log-log slope over the top third -1, gap x L = C everywhere, C / S7 = 1;
+    excesses paired with the Bayes-optimal column; a gap C / sqrt(L): slope -1/2."""
+    Ls = np.array([10, 20, 50, 100, 200, 500, 1000])
+    R = _table(14.0, Ls)
+    m = c5_eval.claim_metrics(R, Ls, 0.1, gap_constant=14.0)
+    assert m["gap_slope_top_third"] == pytest.approx(-1.0, abs=1e-12)
+    assert m["gap_L_at_Lmax"] == pytest.approx(14.0) and m["gap_L_over_predicted_at_Lmax"] == pytest.approx(1.0)
+    assert m["gap_L"]["10"] == pytest.approx(14.0)
+    assert m["linear"]["excess_rel_at_Lmax"] == pytest.approx(6.5e-3 / 0.1)
+    assert m["excess_ratio_softmax_over_linear_at_Lmax"] == pytest.approx(20.5 / 6.5)
+    R2 = R.copy()
+    col = {p: i for i, p in enumerate(c5_eval.PREDICTORS)}
+    R2[:, col["softmax"]] = R[:, col["linear"]] + 0.3 / np.sqrt(Ls)
+    assert c5_eval.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"] == pytest.approx(-0.5, abs=1e-12)
+    R2[-1, col["softmax"]] = R2[-1, col["linear"]] - 1e-3   # a negative gap: no slope
+    assert np.isnan(c5_eval.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"])
+
+
+def test_replicate_aggregation_against_numpy():
+    """c5_replicates.per_L: mean and std(ddof=1)/sqrt(n) across seeds of the gap, gap / R_linear and
+    gap x L per L (numpy on the hand-made tables); aggregate: the criteria's metrics of the mean
+    table with the delete-one jackknife over seeds (here gap_rel_at_Lmax, recomputed by hand), and
+    convergence counts summed over replicates."""
+    import pandas as pd
+
+    from softlin.claims import c5_replicates
+
+    Ls = np.array([100, 200, 500, 1000])
+    scales = [0.9, 1.0, 1.2]
+    tabs = []
+    for k, s in enumerate(scales):
+        R = _table(14.0, Ls, s)
+        R[:, 1] += 1e-4 * k                     # linear column shifted per seed
+        tabs.append(pd.DataFrame({"L": Ls, **{f"R_{p}": R[:, i] for i, p in enumerate(c5_eval.PREDICTORS)},
+                                  "gap": R[:, 0] - R[:, 1]}))
+    names = ["a", "b", "c"]
+    df = c5_replicates.per_L(tabs, names)
+    gaps = np.stack([t["gap"].to_numpy() for t in tabs])
+    lin = np.stack([t["R_linear"].to_numpy() for t in tabs])
+    np.testing.assert_allclose(df["gap"], gaps.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(df["gap_se"], gaps.std(0, ddof=1) / np.sqrt(3), rtol=1e-12)
+    np.testing.assert_allclose(df["gap_L_se"], (gaps * Ls).std(0, ddof=1) / np.sqrt(3), rtol=1e-12)
+    np.testing.assert_allclose(df["gap_rel"], (gaps / lin).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(df["gap@b"], gaps[1], rtol=1e-12)
+    conv = {"convergence": {"n_runs": 8, "n_failed": 0, "n_undecided": 1, "n_unconverged": 1,
+                            "unconverged": [], "undecided": ["softmax_L100"]},
+            "n_below_bayes_3se": 0, "softmax": {"excess_rel_at_Lmax": 0.2}, "linear": {"excess_rel_at_Lmax": 0.1}}
+    out = c5_replicates.aggregate(tabs, [conv] * 3, names, 0.1, gap_constant=14.0)
+    rel = gaps[:, -1] / lin[:, -1]
+
+    def rel_of(idx):
+        return gaps[idx, -1].mean() / lin[idx, -1].mean()
+    loo = np.array([rel_of([j for j in range(3) if j != i]) for i in range(3)])
+    assert out["gap_rel_at_Lmax"] == pytest.approx(rel_of([0, 1, 2]), rel=1e-12)
+    assert out["gap_rel_at_Lmax_se"] == pytest.approx(np.sqrt(2 / 3 * np.sum((loo - loo.mean()) ** 2)), rel=1e-10)
+    # for a mean the jackknife se is the textbook one
+    assert out["gap_L_at_Lmax_se"] == pytest.approx(np.std(gaps[:, -1] * 1000, ddof=1) / np.sqrt(3), rel=1e-10)
+    assert abs(rel.mean() - out["gap_rel_at_Lmax"]) < 1e-3
+    assert out["convergence"]["n_unconverged"] == 3 and out["convergence"]["n_unconverged_se"] == "exact"
+    assert out["convergence"]["undecided"] == ["a:softmax_L100", "b:softmax_L100", "c:softmax_L100"]
+
+
+def test_evaluate_blocks_match_the_rows():
+    """evaluate_with_blocks: the blocks partition the test prompts (their mean is each row's risk), and
+    the jackknife se of a risk over the blocks is close to the per-prompt standard error (same data)."""
+    cfg = _eval_cfg(n_test=1024, chunk=256, Ls=(5, 10, 20))
+    zero = Params(np.zeros((3, D, D)), np.zeros((3, D)))
+    rows, blocks = c5_eval.evaluate_with_blocks(cfg, cfg["L"], zero, zero)
+    assert blocks.shape == (64, 3, len(c5_eval.PREDICTORS))
+    col = c5_eval.PREDICTORS.index("linear_ref")
+    for i, r in enumerate(rows):
+        assert blocks[:, i, col].mean() == pytest.approx(r["R_linear_ref"], rel=1e-12)
+        se = blocks[:, i, col].std(ddof=1) / np.sqrt(64)
+        assert se == pytest.approx(r["R_linear_ref_se"], rel=0.3)

@@ -108,18 +108,24 @@ def test_every_criterion_of_every_preset_names_a_registered_metric():
 
 
 def _c5_rows(nan_at=None):
-    """Synthetic C5 metric rows (3 lengths) and loss logs; a NaN in one row's ridge gap if asked."""
+    """Synthetic C5 metric rows (3 lengths), 8 blocks of test prompts (n_blocks, n_L, predictors)
+    and loss logs; a NaN in one length's softmax risk (every block) if asked."""
+    rng = np.random.default_rng(0)
     rows, losses = [], {}
+    blocks = np.empty((8, 3, len(c5_eval.PREDICTORS)))
+    col = {p: k for k, p in enumerate(c5_eval.PREDICTORS)}
     for i, L in enumerate((10, 20, 50)):
-        r = {"L": L, "gap": 0.01 / (i + 1), "R_linear": 0.2, "R_softmax": 0.21, "R_linear_ref": 0.2,
-             "R_softmax_ref": 0.21, "R_limit_opt": 0.1, "softmax_minus_ridge": 0.01,
-             "softmax_minus_ridge_se": 0.001, "linear_minus_ridge": 0.02, "linear_minus_ridge_se": 0.001}
+        base = {"softmax": 0.21, "linear": 0.2, "ridge": 0.19, "gd": 0.3, "limit_opt": 0.1,
+                "softmax_at_inf": 0.2, "linear_at_inf": 0.2, "linear_ref": 0.2, "softmax_ref": 0.21}
+        for p, v in base.items():
+            blocks[:, i, col[p]] = v + 0.01 / (i + 1) * (p == "softmax") + 0.001 * rng.standard_normal(8)
         if nan_at == i:
-            r["softmax_minus_ridge"] = float("nan")
+            blocks[:, i, col["softmax"]] = np.nan
+        r = {"L": L, **{f"R_{p}": float(blocks[:, i, col[p]].mean()) for p in base}}
         rows.append(r)
         for m in ("softmax", "linear"):
             losses[f"{m}_L{L}"] = np.linspace(1.0, 0.2, 40) ** 2 + 0.2
-    return rows, losses
+    return rows, losses, blocks
 
 
 CONV = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
@@ -127,15 +133,15 @@ CONV = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference
 
 def test_c5_counts_propagate_nan():
     """Before: a NaN gap vanished inside n_below_bayes_3se (NaN < x is False: counted 0, C5d PASS)."""
-    rows, losses = _c5_rows()
     cfg = {"noise_var": 0.1, "convergence": CONV}
-    ok = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg)
+    rows, losses, blocks = _c5_rows()
+    ok = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
     assert ok["n_below_bayes_3se"] == 0
-    rows, _ = _c5_rows(nan_at=1)
-    bad = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg)
+    rows, _, blocks_nan = _c5_rows(nan_at=1)
+    bad = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks_nan)
     assert np.isnan(bad["n_below_bayes_3se"])
     losses["softmax_L20"] = losses["softmax_L20"] * np.nan
-    bad = c5_eval.summarize(_c5_rows()[0], losses, np.arange(1, 41) * 10, cfg)
+    bad = c5_eval.summarize(_c5_rows()[0], losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
     conv = bad["convergence"]
     assert np.isnan(conv["n_unconverged"]) and np.isnan(conv["rel_drop_end_max"])
     assert conv["worst_run"] == "softmax_L20"

@@ -88,6 +88,7 @@ def dry(smoke_built, tmp_path_factory):
         ("s2", (smoke_built, ["-n", *SMOKE])),
         ("paper", (paper, ["c5", "-n", "--config", "preset=paper"])),
         ("paper_grouped", (paper, ["c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"])),
+        ("replicates", (paper, ["c5_replicates", "-n"])),
     ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
     results = smk_batch([step for _, step in named], base)
     return SimpleNamespace(cfg_repo=cfg, report_html=base / "report.html",
@@ -179,3 +180,15 @@ def test_report_captions_come_from_the_config(dry):
     for claim in ("C1 - output concentration", "C2 - gradient concentration", "C3 - transfer",
                   "C4 - tractable infinite-prompt dynamics", "C5 - the paper"):
         assert f"Verdict of {claim}" in html, claim
+
+
+def test_c5_replicates_train_the_default_once_and_each_other_seed(dry):
+    """`snakemake c5_replicates` (3 replicates, the first the default settings): the default run's own
+    training and metrics (results/c5) plus one training, evaluation and verdict per other replicate,
+    one aggregation, figure and verdict; the default target `all` plans none of the replicate jobs."""
+    jobs = planned(dry.replicates)
+    assert jobs["c5_train"] == 1 and jobs["c5_metrics"] == 1, jobs
+    assert jobs["c5_replicate_train"] == 2 and jobs["c5_replicate_metrics"] == 2, jobs
+    assert jobs["c5_replicate_verdict"] == 2 and jobs["c5_replicates_metrics"] == 1, jobs
+    assert jobs["c5_replicates_verdict"] == 1 and jobs["c5_replicates_figure"] == 1, jobs
+    assert not any(name.startswith("c5_replicate") for name in planned(dry.paper)), planned(dry.paper)

@@ -41,8 +41,10 @@ _C4_SETTING = "{setting,label,alpha,alpha_max,t_max,ode_dist_final,gd_dist_final
               "sampled_conservation_max,ode_offblock_max,gd_offblock_max,ode_vs_reduced_max," \
               "sampled_gap_max,ode_nfev,ode_reaches_star,gd_reaches_star,ntasks_slope,ntasks_slope_se," \
               "ntasks_n_tasks,ntasks_gap_mean,ntasks_gap_se}"
-_C5_EXCESS = "{excess_rel_at_Lmax,excess_rel_at_Lmin,excess_ratio,R_at_Lmax,R_at_Lmin}"
-_C5_RUN = "{initial,final,escape_step,rel_drop_end,reference,risk,risk_over_reference,converged,init_seed}"
+_C5_EXCESS = "{excess_rel_at_Lmax,excess_rel_at_Lmin,excess_ratio,R_at_Lmax,R_at_Lmin,excess_L_at_Lmax}"
+_C5_RUN = "{initial,final,escape_step,rel_drop_end,reference,risk,risk_over_reference,converged,init_seed," \
+          "converged_by_old_rule,flat,n_window,rel_drop_end_old_rule,risk_minus_tol_reference,status," \
+          "within_reference}"
 
 METRICS: dict[str, list[str]] = {
     "c1": [
@@ -89,10 +91,14 @@ METRICS: dict[str, list[str]] = {
     ],
     "c5": [
         "{L_min,L_max,gap_rel_at_Lmax,gap_rel_at_Lmin,gap_abs_low_third,gap_abs_high_third,"
-        "gap_shrink_ratio,n_below_bayes_3se,R_inf_test,R_inf_exact}",
+        "gap_shrink_ratio,n_below_bayes_3se,R_inf_test,R_inf_exact,replication,n_blocks,gap_slope_top_third,"
+        "gap_L_at_Lmax,gap_L_over_predicted_at_Lmax,predicted_gap_constant,"
+        "excess_ratio_softmax_over_linear_at_Lmax,n_seeds,seeds}",
+        "{gap_L,gap_rel,gap_L_over_predicted}", "{gap_L,gap_rel,gap_L_over_predicted}{,_se}.*",
         "L", "L.*",
         f"{{softmax,linear}}.{_C5_EXCESS}",
-        "convergence.{n_runs,n_unconverged,n_never_escaped,rel_drop_end_max,worst_run}",
+        "convergence.{n_runs,n_unconverged,n_never_escaped,rel_drop_end_max,worst_run,n_failed,n_undecided,"
+        "n_flat_undecided}",
         f"convergence.runs.{{c5_run}}.{_C5_RUN}",
         "steps_per_s.{c5_run}",
     ],

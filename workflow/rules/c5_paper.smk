@@ -13,9 +13,7 @@ wildcard_constraints:
 rule c5_train:
     """Online training of both models at a group of L ('10' or '10+20+...'): one batch stream (seed, step), checkpointed every chunk."""
     input:
-        code=KERNEL_SOURCES + pkg("online.py", "stream.py", "csrc/online_batch.cc",
-                                  "io.py", "progress.py", "claims/c5.py")
-        + [str(Path(workflow.basedir) / "symbolic" / "cache.py")],
+        code=code_inputs("c5_train.py"),
     output:
         "results/c5/runs/L{c5_L}.npz",
     params:
@@ -45,15 +43,15 @@ rule c5_metrics:
     """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
     input:
         runs=[f"results/c5/runs/L{g}.npz" for g in C5_JOBS],
-        code=KERNEL_SOURCES + SYMBOLIC_SOURCES
-        + pkg("online.py", "stream.py", "csrc/online_batch.cc", "baselines.py", "io.py", "claims/c5.py",
-              "claims/c5_eval.py"),
+        code=code_inputs("c5_metrics.py"),
     output:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",
     params:
         cfg=c5_metrics_config(),
         jobs=[c5_group_Ls(g) for g in C5_JOBS],
+        z=config["decision"]["z"],
+        seeds={"seed": C5["seed"], "init_seed": C5["init_seed"]},
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
@@ -73,7 +71,7 @@ rule c5_figure:
     input:
         table="results/c5/c5_risks.csv",
         metrics="results/c5/c5_metrics.json",
-        code=pkg("plots.py"),
+        code=code_inputs("c5_figure.py"),
     output:
         png=report("figures/c5_risk_vs_L.png", category="C5 Sec. 6 experiment", caption="../report/c5_risk_vs_L.rst"),
         pdf="figures/c5_risk_vs_L.pdf",
@@ -98,7 +96,7 @@ rule c5_verdict:
     the consistency check C5d."""
     input:
         metrics="results/c5/c5_metrics.json",
-        code=pkg("verdict.py", "io.py"),
+        code=code_inputs("c5_verdict.py"),
     output:
         json=update("results/c5/verdict.json"),
         md=update("results/c5/verdict.md"),
@@ -118,8 +116,169 @@ rule c5_verdict:
         "../scripts/c5_verdict.py"
 
 
+# --------------------------------------------------------------------------- replicates (target c5_replicates)
+# The whole experiment over c5.replicates (training stream, initialisation, test set); the replicate
+# equal to the default settings is the default run itself (results/c5).  Not in the default target.
+C5_REPS = c5_replicates()
+C5_OTHER_REPS = [n for n, r in C5_REPS.items() if not c5_is_default(r)]
+
+
+wildcard_constraints:
+    c5_rep=r"s\d+_i\d+_e\d+",
+
+
+rule c5_replicate_train:
+    """Online training of one replicate (its own stream seed and initialisation; every other setting
+    the default's) at a group of L."""
+    input:
+        code=code_inputs("c5_train.py"),
+    output:
+        "results/c5_replicates/{c5_rep}/runs/L{c5_L}.npz",
+    params:
+        cfg=lambda w: c5_replicate_train_config(w.c5_rep),
+        Ls=lambda w: c5_group_Ls(w.c5_L),
+        checkpoint=lambda w: f"results/c5_replicates/{w.c5_rep}/checkpoints/L{w.c5_L}.npz",
+    threads: C5["threads"]
+    resources:
+        runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
+        mem_mb=lambda w: c5_mem_mb(c5_group_Ls(w.c5_L)),
+        gpu=C5["gpu"],
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicate_{c5_rep}_train_L{c5_L}"),
+    benchmark:
+        benchfile("c5", "replicate_{c5_rep}_train_L{c5_L}")
+    script:
+        "../scripts/c5_train.py"
+
+
+rule c5_replicate_metrics:
+    """Test risks of one replicate on its own test set (its eval seed)."""
+    input:
+        runs=lambda w: [f"results/c5_replicates/{w.c5_rep}/runs/L{g}.npz" for g in C5_JOBS],
+        code=code_inputs("c5_metrics.py"),
+    output:
+        table="results/c5_replicates/{c5_rep}/c5_risks.csv",
+        metrics="results/c5_replicates/{c5_rep}/c5_metrics.json",
+    params:
+        cfg=lambda w: c5_replicate_metrics_config(w.c5_rep),
+        jobs=[c5_group_Ls(g) for g in C5_JOBS],
+        z=config["decision"]["z"],
+        seeds=lambda w: C5_REPS[w.c5_rep],
+    threads: C5["threads"]
+    resources:
+        runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
+        mem_mb=lambda w: 1000 + int(C5["eval"]["chunk"] * max(C5["L"]) * (C5["d"] + 1) * 8 * 12 / 1e6),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicate_{c5_rep}_metrics"),
+    script:
+        "../scripts/c5_metrics.py"
+
+
+rule c5_replicate_verdict:
+    """The criteria on one replicate alone (its test-sampling errors)."""
+    input:
+        metrics="results/c5_replicates/{c5_rep}/c5_metrics.json",
+        code=code_inputs("c5_verdict.py"),
+    output:
+        json="results/c5_replicates/{c5_rep}/verdict.json",
+        md="results/c5_replicates/{c5_rep}/verdict.md",
+        consistency="results/c5_replicates/{c5_rep}/consistency.json",
+        html="results/c5_replicates/{c5_rep}/verdict.html",
+    params:
+        z=config["decision"]["z"],
+        criteria=C5["criteria"],
+        checks=C5.get("consistency_checks", []),
+        preset=PRESET,
+        protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicate_{c5_rep}_verdict"),
+    script:
+        "../scripts/c5_verdict.py"
+
+
+rule c5_replicates_metrics:
+    """Per-L risks and gaps as mean +/- standard error across the replicates; the criteria's metrics
+    with the jackknife over replicates."""
+    input:
+        tables=[f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_REPS],
+        metrics=[f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_REPS],
+        code=code_inputs("c5_replicates_metrics.py"),
+    output:
+        table="results/c5_replicates/c5_replicates_risks.csv",
+        metrics="results/c5_replicates/c5_replicates_metrics.json",
+    params:
+        names=list(C5_REPS),
+        noise=C5["noise_var"],
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicates_metrics"),
+    script:
+        "../scripts/c5_replicates_metrics.py"
+
+
+rule c5_replicates_figure:
+    """Gap and gap x L against L across replicates (mean +/- se) with the S7 prediction; risks."""
+    input:
+        table="results/c5_replicates/c5_replicates_risks.csv",
+        metrics="results/c5_replicates/c5_replicates_metrics.json",
+        code=code_inputs("c5_replicates_figure.py"),
+    output:
+        png="figures/c5_replicates.png",
+        pdf="figures/c5_replicates.pdf",
+    params:
+        protocol=c5_protocol(),
+        curves=config["plot"]["c5_curves"],
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicates_figure"),
+    script:
+        "../scripts/c5_replicates_figure.py"
+
+
+rule c5_replicates_verdict:
+    """The C5 criteria read with the errors across replicates."""
+    input:
+        metrics="results/c5_replicates/c5_replicates_metrics.json",
+        code=code_inputs("c5_replicates_verdict.py"),
+    output:
+        json="results/c5_replicates/verdict.json",
+        md="results/c5_replicates/verdict.md",
+        consistency="results/c5_replicates/consistency.json",
+        html="results/c5_replicates/verdict.html",
+    params:
+        z=config["decision"]["z"],
+        criteria=C5["criteria"],
+        checks=C5.get("consistency_checks", []),
+        preset=PRESET,
+        protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c5", "replicates_verdict"),
+    script:
+        "../scripts/c5_replicates_verdict.py"
+
+
 localrules:
     c5,
+    c5_replicates,
+
+
+rule c5_replicates:
+    """Target: C5 over every c5.replicates entry (not in the default target; each replicate trains ~8 min)."""
+    input:
+        rules.c5_replicates_metrics.output,
+        rules.c5_replicates_figure.output,
+        rules.c5_replicates_verdict.output,
+        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_REPS],
 
 
 rule c5:

@@ -20,11 +20,16 @@ for path in snakemake.input.runs:  # noqa: F821
 Ls = list(p.cfg["L"])
 stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
          for m in p.cfg["models"]}
-rows = c5_eval.evaluate(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
+rows, blocks = c5_eval.evaluate_with_blocks(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
+pred = c5_eval.prediction(p.cfg)   # S7's first-order gap constant (None without S7)
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
 metrics = c5_eval.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg,
-                            {f"{m}_L{L}": runs[m, L]["init_seed"] for (m, L) in runs})
+                            {f"{m}_L{L}": runs[m, L]["init_seed"] for (m, L) in runs}, blocks=blocks, z=p.z,
+                            gap_constant=None if pred is None else pred["gap_constant"])
+metrics["prediction"] = pred
+metrics["train_seed"], metrics["init_seed"] = p.seeds["seed"], p.seeds["init_seed"]
+metrics["eval_seed"] = p.cfg["eval"]["seed"]
 metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
                           for (m, L), k in zip(runs, losses)}
 metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}
