@@ -152,7 +152,7 @@ def test_c5_test_set_change_reruns_no_training(dry):
     before = planned(dry.nothing)
     jobs = planned(dry.c5_test_set)
     assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
-    assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "all"}, jobs
+    assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "verdict_overview", "all"}, jobs
 
 
 def test_plot_style_change_redraws_only_its_figure(dry):
