@@ -550,11 +550,14 @@ def _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models, checkpoin
         if progress:
             step = int(state.step)
             rate = n_run / t_run if n_run else chunk / dt
-            last = "; ".join(f"{m} " + " ".join(
-                f"L{L}:" + "/".join(f"{x:.4g}" for x in lg[m][j::len(Ls), -1]) for j, L in enumerate(Ls))
-                for m in models)
+            ends = np.concatenate([lg[m][:, -1] for m in models])  # every run's last logged loss
             progress(f"step {step}/{steps} ({rate:.1f} steps/s, ETA {_eta((steps - step) / rate)}): "
-                     f"loss {last}")
+                     f"loss best {np.nanmin(ends):.4g}, worst {np.nanmax(ends):.4g} over {ends.size} runs")
+            detail = getattr(progress, "detail", None)
+            if detail is not None:  # every loss of every restart at every length: the log file only
+                detail(f"step {step}: loss " + "; ".join(f"{m} " + " ".join(
+                    f"L{L}:" + "/".join(f"{x:.4g}" for x in lg[m][j::len(Ls), -1]) for j, L in enumerate(Ls))
+                    for m in models))
         if stop_after_chunks is not None and done_chunks >= stop_after_chunks:
             break
     return state, losses, t_run, n_run

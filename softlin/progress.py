@@ -27,6 +27,12 @@ class Progress:
         if self.fh:
             print(line, file=self.fh, flush=True)
 
+    def detail(self, msg: str) -> None:
+        """A long line for the job's log file only (stderr, the terminal, keeps the short line);
+        to stderr when there is no log file."""
+        line = f"[{self.tag}] {msg} (+{time.perf_counter() - self.t0:.1f} s)"
+        print(line, file=self.fh or sys.stderr, flush=True)
+
     def close(self) -> None:
         if self.fh:
             self.fh.close()

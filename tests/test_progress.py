@@ -36,3 +36,18 @@ def test_c3_progress_line_follows_its_arrays(monkeypatch):
             assert {f"softmax_L{m.group(1)}_U", f"linear_L{m.group(1)}_U"} <= fetched, (what, events)
     assert n_lines == 3
     assert all(isinstance(v, np.ndarray) for v in out.values()), {k: type(v) for k, v in out.items()}
+
+
+def test_detail_goes_to_the_log_only(tmp_path, capsys):
+    """The terminal (stderr) keeps short lines; the long per-run detail is in the job's log."""
+    from softlin.progress import Progress
+
+    log = tmp_path / "job.log"
+    p = Progress(log, "t")
+    p("short")
+    p.detail("long " + "x" * 500)
+    p.close()
+    err = capsys.readouterr().err
+    assert "short" in err and "long" not in err
+    text = log.read_text()
+    assert "short" in text and "long " + "x" * 500 in text
