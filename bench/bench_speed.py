@@ -1,6 +1,7 @@
 """The everyday loop, side by side (not a test): Snakemake start-up, the test suite, C3 vs numpy.
 
     .venv/bin/python bench/bench_speed.py [--starts 3] [--tests] [--c3] [--c3-threads2]
+                                          [--c3-seed-baseline [PATH]] [--no-numpy-reference]
                                           [--numpy-runs N] [--slurm-plugin DIR] [--fake-slurm-tools]
 
 Everything in one run, so that the ratios are comparable on a noisy machine:
@@ -20,7 +21,10 @@ Everything in one run, so that the ratios are comparable on a noisy machine:
   OpenMP threads; the five jobs then run one after the other instead of two at a time); against
   the numpy reference (softlin.numpy_reference) on the same softmax trainings, timed in the same
   run (``--numpy-runs N``: only the first N (setting, seed) runs, extrapolated to all of them; the
-  line says so).
+  line says so).  ``--c3-seed-baseline`` also times the fastest honest alternative, the seed's own
+  protocol ported to vectorised numpy (``shared/baseline/seed_c3.py``: its 5 (setting, seed) runs),
+  against ``snakemake c3`` on those same 5 runs (the seed log's seeds, without C3d's extra
+  seed-order trainings).
 """
 
 from __future__ import annotations
@@ -96,13 +100,28 @@ def start_rows(args, repo: Path) -> list[tuple[str, list, list]]:
     return rows
 
 
-def c3_run(cache: str, extra_args: list[str]) -> float:
+def c3_run(cache: str, extra_args: list[str], target: str = "c3") -> float:
     with tempfile.TemporaryDirectory() as tmp:
         repo = copy_repo(Path(tmp))
         env = dict(os.environ, PYTHONPATH=str(repo), SOFTLIN_JAX_CACHE=cache)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "snakemake", "c3", "--workflow-profile", "workflow/profiles/default",
+        subprocess.run([sys.executable, "-m", "snakemake", target, "--workflow-profile", "workflow/profiles/default",
                         "--quiet", *extra_args], cwd=repo, env=env, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+
+SEED_BASELINE = ROOT.parent / "shared" / "baseline" / "seed_c3.py"
+# the seed log's replication (seeds per setting), so both sides train the same runs
+SEED_RUNS = "c3={settings: {isotropic: {n_seed: 2}, anisotropic: {n_seed: 2}, rademacher: {n_seed: 1}}, " \
+            "offblock_seed_order: false}"
+
+
+def seed_baseline(script: Path) -> float:
+    """Wall time of the seed's own C3 protocol in plain numpy (``seed_c3.py``, the whole C3 of the
+    seed: 2 + 2 + 1 (setting, seed) runs), one process, its defaults."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(script), "--out", tmp], check=True, capture_output=True)
         return time.perf_counter() - t0
 
 
@@ -145,6 +164,10 @@ def main() -> None:
     ap.add_argument("--c3-threads2", action="store_true")
     ap.add_argument("--numpy-runs", type=int, default=None)
     ap.add_argument("--c3-cache", help="JAX compilation cache to use as it is (no untimed warm-up run)")
+    ap.add_argument("--c3-seed-baseline", nargs="?", const=str(SEED_BASELINE), default=None,
+                    help="also time the seed's protocol in plain numpy (shared/baseline/seed_c3.py, the "
+                         "fastest honest alternative) against `snakemake c3` on the same runs")
+    ap.add_argument("--no-numpy-reference", action="store_true", help="skip softlin.numpy_reference")
     args = ap.parse_args()
 
     lines = []
@@ -176,10 +199,19 @@ def main() -> None:
         if args.c3_threads2:
             old = c3_run(cache, ["--set-threads", "c3_train=2"])
             print(f"snakemake c3 --set-threads c3_train=2: {old:.1f} s", flush=True)
-        np_time, how = numpy_reference(args.numpy_runs)
-        lines.append(("numpy reference, C3's softmax trainings", f"{np_time:.1f} s ({how})"))
-        lines.append(("snakemake c3 from an empty results/, default",
-                      f"{new:.1f} s   numpy / workflow = {np_time / new:.2f}x"))
+        lines.append(("snakemake c3 from an empty results/, default", f"{new:.1f} s"))
+        if args.c3_seed_baseline:
+            # up to C3's metrics (the verdict's C3d reads the seed-order runs this comparison leaves out)
+            same = c3_run(cache, ["--config", SEED_RUNS], target="results/c3/c3_transfer.csv")
+            base = seed_baseline(Path(args.c3_seed_baseline))
+            print(f"snakemake c3 on the seed's runs: {same:.1f} s; seed_c3.py: {base:.1f} s", flush=True)
+            lines.append(("seed's protocol in numpy (seed_c3.py, 5 runs)", f"{base:.1f} s"))
+            lines.append(("snakemake c3 to its metrics, the same 5 runs",
+                          f"{same:.1f} s   seed numpy / workflow = {base / same:.2f}x"))
+        if not args.no_numpy_reference:
+            np_time, how = numpy_reference(args.numpy_runs)
+            lines.append(("softlin.numpy_reference, C3's softmax trainings", f"{np_time:.1f} s ({how})"))
+            lines.append(("   numpy reference / workflow (default)", f"{np_time / new:.2f}x"))
         if old is not None:
             lines.append(("snakemake c3, --set-threads c3_train=2",
                           f"{old:.1f} s   numpy / workflow = {np_time / old:.2f}x"))
