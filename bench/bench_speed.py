@@ -1,7 +1,7 @@
 """The everyday loop, side by side (not a test): Snakemake start-up, the test suite, C3 vs numpy.
 
     .venv/bin/python bench/bench_speed.py [--starts 3] [--tests] [--c3] [--c3-threads2]
-                                          [--c3-seed-baseline [PATH]] [--no-numpy-reference]
+                                          [--c3-seed-baseline SEED_C3_PY] [--no-numpy-reference]
                                           [--numpy-runs N] [--slurm-plugin DIR] [--fake-slurm-tools]
 
 Everything in one run, so that the ratios are comparable on a noisy machine:
@@ -22,7 +22,8 @@ Everything in one run, so that the ratios are comparable on a noisy machine:
   the numpy reference (softlin.numpy_reference) on the same softmax trainings, timed in the same
   run (``--numpy-runs N``: only the first N (setting, seed) runs, extrapolated to all of them; the
   line says so).  ``--c3-seed-baseline`` also times the fastest honest alternative, the seed's own
-  protocol ported to vectorised numpy (``shared/baseline/seed_c3.py``: its 5 (setting, seed) runs),
+  protocol ported to vectorised numpy (the script ``seed_c3.py`` kept beside the project, not in it:
+  its 5 (setting, seed) runs),
   against ``snakemake c3`` on those same 5 runs (the seed log's seeds, without C3d's extra
   seed-order trainings).
 """
@@ -110,7 +111,6 @@ def c3_run(cache: str, extra_args: list[str], target: str = "c3") -> float:
         return time.perf_counter() - t0
 
 
-SEED_BASELINE = ROOT.parent / "shared" / "baseline" / "seed_c3.py"
 # the seed log's replication (seeds per setting), so both sides train the same runs
 SEED_RUNS = "c3={settings: {isotropic: {n_seed: 2}, anisotropic: {n_seed: 2}, rademacher: {n_seed: 1}}, " \
             "offblock_seed_order: false}"
@@ -164,9 +164,10 @@ def main() -> None:
     ap.add_argument("--c3-threads2", action="store_true")
     ap.add_argument("--numpy-runs", type=int, default=None)
     ap.add_argument("--c3-cache", help="JAX compilation cache to use as it is (no untimed warm-up run)")
-    ap.add_argument("--c3-seed-baseline", nargs="?", const=str(SEED_BASELINE), default=None,
-                    help="also time the seed's protocol in plain numpy (shared/baseline/seed_c3.py, the "
-                         "fastest honest alternative) against `snakemake c3` on the same runs")
+    ap.add_argument("--c3-seed-baseline", metavar="SEED_C3_PY", default=None,
+                    help="also time the seed's protocol in plain numpy (the vectorised port of the seed's "
+                         "C3 script, seed_c3.py, outside this repository: the fastest honest alternative) "
+                         "against `snakemake c3` on the same runs")
     ap.add_argument("--no-numpy-reference", action="store_true", help="skip softlin.numpy_reference")
     args = ap.parse_args()
 
