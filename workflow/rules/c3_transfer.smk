@@ -7,7 +7,7 @@ C3_RUNS = c3_runs()
 rule c3_sample:
     """Training and held-out tasks of one (setting, seed), docs/maths.md#sampling."""
     input:
-        pkg("tasks.py"),
+        code=code_inputs("c3_sample.py"),
     output:
         train="results/c3/tasks/{setting}_s{seed}.npz",
         eval="results/c3/tasks/{setting}_s{seed}_eval.npz",

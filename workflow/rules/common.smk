@@ -248,18 +248,7 @@ PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
 
-# --------------------------------------------------------------------------- package inputs
-PKG = Path(workflow.basedir) / "softlin"
-KERNEL_SOURCES = [str(PKG / f) for f in ("__init__.py", "_jax.py", "tasks.py", "params.py", "models.py",
-                                         "fused.py", "csrc/softmax_moments.cc", "csrc/moments.h",
-                                         "train.py")]
-
-
-def pkg(*files):
-    """Paths of package source files a rule depends on (so editing one reruns exactly its users)."""
-    return [str(PKG / f) for f in files]
-
-
+# --------------------------------------------------------------------------- log and benchmark paths
 def logfile(claim, name):
     return f"results/logs/{claim}/{name}.log"
 
@@ -288,9 +277,6 @@ def c3_setting(name):
 
 
 # --------------------------------------------------------------------------- C1 / C2 / C4 helpers
-SYMBOLIC_SOURCES = sorted(str(p) for p in (Path(workflow.basedir) / "symbolic").glob("*.py"))
-
-
 def pow2_range(cfg):
     """Nested prompt lengths 2^log2_L_min .. 2^log2_L_max of a claim's config section."""
     return [2 ** j for j in range(cfg["log2_L_min"], cfg["log2_L_max"] + 1)]
