@@ -208,6 +208,16 @@ def _margin(op, thr, x, se) -> float:
     return d / se if se else d
 
 
+def replication_to_decide(value: float, se: float, n: float, threshold, z: float) -> float:
+    """Replicates at which ``value +/- z se`` would clear the nearest edge of ``threshold`` (a number
+    or ``[low, high]``), if the value stays and ``se`` falls like ``1 / sqrt(n)``:
+    ``n (z se / |value - edge|)^2`` (inf on an edge).  The one formula behind every verdict's
+    "replication it would need"."""
+    edges = threshold if isinstance(threshold, (list, tuple)) else [threshold]
+    margin = min(abs(value - e) for e in edges)
+    return math.inf if margin == 0 else float(n * (z * se / margin) ** 2)
+
+
 def _describe(test: dict) -> str:
     v = test["value"]
     if test["op"] in ("between", "outside"):

@@ -344,3 +344,13 @@ def test_overview_table_counts_claims_only():
     assert "C8: 1 PASS, 1 FAIL, 0 INCONCLUSIVE; C9: 0 PASS, 1 FAIL, 0 INCONCLUSIVE" in md
     rst = verdict.overview_rst(claims)
     assert rst.count("   * - C8") == 2 and rst.count("   * - C9") == 1
+
+
+@pytest.mark.parametrize("value,se,n,thr,z,expected", [
+    (0.9, 0.1, 10, 1.0, 2, 40.0),            # 10 (2 * 0.1 / 0.1)^2
+    (-0.4, 0.05, 5, [-0.65, -0.35], 2, 20.0),  # nearest edge -0.35: 5 (0.1 / 0.05)^2
+    (1.0, 0.1, 10, 1.0, 2, float("inf")),     # on the threshold
+])
+def test_replication_to_decide(value, se, n, thr, z, expected):
+    """The one formula behind every "replication it would need", against hand computation."""
+    assert verdict.replication_to_decide(value, se, n, thr, z) == pytest.approx(expected)

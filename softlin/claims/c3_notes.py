@@ -14,9 +14,7 @@ from .c3 import RATE_FLOOR, RATE_RECORDS
 def needed_seeds(n: int, value: float, se: float, threshold, z: float) -> float:
     """Seeds for ``value +/- z se`` to clear ``threshold`` (the nearest edge of a band), from
     ``se ~ 1 / sqrt(n)``: ``n (z se / |value - threshold|)^2`` (inf at the threshold)."""
-    edges = threshold if isinstance(threshold, (list, tuple)) else [threshold]
-    gap = min(abs(value - e) for e in edges)
-    return float("inf") if gap == 0 else float(n * (z * se / gap) ** 2)
+    return verdict.replication_to_decide(value, se, n, threshold, z)
 
 
 def _n_seed_of(metrics: dict, path: str, label) -> int | None:

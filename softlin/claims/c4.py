@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics, models, params, train
+from .. import metrics, models, params, train, verdict
 from .._jax import jax, jnp
 from ..params import Params
 from ..tasks import check_sigma, sample
@@ -352,8 +352,7 @@ def aggregate(summaries: dict, alpha_rows: list[dict]) -> dict:
 def needed_replication(value: float, se: float, n: int, band, z: float) -> float:
     """Replicates (seeds) at which ``value +/- z se`` would clear the nearer edge of ``band``, from
     ``se ~ 1/sqrt(n)``: ``n (z se / margin)^2`` (inf if the value sits on an edge)."""
-    margin = min(abs(value - band[0]), abs(value - band[1]))
-    return float("inf") if margin == 0 else float(n * (z * se / margin) ** 2)
+    return verdict.replication_to_decide(value, se, n, band, z)
 
 
 def boundary_md(summaries: dict, alpha_boundary: dict, sweep: dict) -> str:

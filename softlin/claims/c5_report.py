@@ -20,12 +20,12 @@ def replication_needed(criteria: list[dict], metrics: dict, z: float, n: int, un
                 continue
             d = r["decided_by"]
             se, x = d["se"], d["value"]
-            edges = t["value"] if t["op"] in ("between", "outside") else [t["value"]]
-            margin = min(abs(x - e) for e in edges)
-            if se is None or not math.isfinite(x) or not se or margin == 0:
+            need = (verdict.replication_to_decide(x, se, n, t["value"], z)
+                    if se and math.isfinite(x) else math.inf)
+            if math.isinf(need):
                 lines.append(f"* {c['id']}: `{t['measured']}` undecided ({d['reason']}); no replication estimate")
                 continue
-            need = math.ceil(n * (z * se / margin) ** 2)
+            need = math.ceil(need)
             lines.append(f"* {c['id']}: `{t['measured']}` = {x:.4g} +/- {se:.2g} against {t['value']}: "
                          f"would need about {need} {unit} (now {n})")
     return lines

@@ -113,11 +113,6 @@ SE_NOTE = (
     "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
     "errors (docs/c1c2_uncertainty.md).\n")
 
-def _distance(op: str, thr, x: float) -> float:
-    edges = thr if op in ("between", "outside") else [thr]
-    return min(abs(x - e) for e in edges)
-
-
 def needed(verdicts: list[dict], units) -> list[dict]:
     """For every undecided test entry (value +/- z se straddling its threshold): the replication
     that would decide it at the present estimate, from se ~ 1/sqrt(n):
@@ -139,8 +134,8 @@ def needed(verdicts: list[dict], units) -> list[dict]:
                 outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, z)
                 if outcome != "undecided":
                     continue
-                d = _distance(t["op"], t["threshold"], xv)
-                n_need = math.inf if d == 0 else math.ceil(n * (z * sv / d) ** 2)
+                need = verdict.replication_to_decide(xv, sv, n, t["threshold"], z)
+                n_need = need if math.isinf(need) else math.ceil(need)
                 out.append(dict(id=v["id"], measured=t["measured"], label=label, value=xv, se=sv,
                                 threshold=t["threshold"], op=t["op"], n=n, unit=unit, n_needed=n_need,
                                 factor=n_need / n))
