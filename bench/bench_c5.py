@@ -30,14 +30,14 @@ AUTHORS_CORE_HOURS = 25.0  # measured here by the issue's author: 38 runs x 300 
 def child(args):
     import numpy as np
 
-    from softlin import online, stream
+    from softlin import online, online_task, optim, qkvo, stream
     from softlin._jax import jax, jnp
 
-    task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
+    task = online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1)
     law, key = task.law(), stream.stream_key(2025)
     Ls, n = tuple(PAPER_L), 128
-    p0 = online.init_qkvo(0, 5)
-    uv = online.to_uv(p0)
+    p0 = qkvo.init_qkvo(0, 5)
+    uv = qkvo.to_uv(p0)
     U, v = jnp.stack([uv.U] * len(Ls)), jnp.stack([uv.v] * len(Ls))
 
     def timed(fn, reps):
@@ -51,14 +51,14 @@ def child(args):
     normals = jax.jit(lambda s: jax.random.normal(jax.random.fold_in(jax.random.key(0), s),
                                                   (n, 6, max(Ls)), jnp.float32).sum())
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
-    opt = online.Optimizer("sgd", 1e-3, steps=10 ** 6)
+    opt = optim.Optimizer("sgd", 1e-3, steps=10 ** 6)
     n_logs = max(1, args.steps // 10)
 
     def joint(inits):
         """Wall and CPU seconds per joint step of every run of ``Ls`` from each init (one program)."""
         setup = online.Setup(Ls * len(inits), Ls * len(inits), n, 10, False, "shared", 2025, opt)
         params = {m: online.stack_runs([p for p in inits for _ in Ls]) for m in online.TRAINED_MODELS}
-        st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+        st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
         st, _ = online.run_chunk(st, law, setup, n_logs)  # compilation
         jax.block_until_ready(st)
         w, c = time.perf_counter(), time.process_time()
@@ -69,7 +69,7 @@ def child(args):
     jw, jc = joint([p0])
     rw = rc = float("nan")
     if args.restarts > 1:
-        rw, rc = joint([online.init_qkvo(r, 5) for r in range(args.restarts)])
+        rw, rc = joint([qkvo.init_qkvo(r, 5) for r in range(args.restarts)])
     reps = max(5, args.steps // 10)
     dw, dc = timed(draw, reps)
     nw, nc = timed(normals, reps)

@@ -10,22 +10,22 @@ import time
 
 import numpy as np
 
-from softlin import online, stream
+from softlin import online, online_task, optim, qkvo, stream
 from softlin._jax import jax, jnp
 
 out, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2000
 print("backend", jax.default_backend(), jax.devices(), flush=True)
-task = online.make_task(online.kms_sigma(5, 0.5), 0.1)
+task = online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1)
 law, key = task.law(), stream.stream_key(2025)
 b = stream.sample(law, key, 7, 16, 45)
 b64 = stream.sample(law, key, 7, 16, 45, True)
 np.savez(f"{out}/stream_gpu.npz", zT=np.asarray(b.zT), zq=np.asarray(b.zq), yq=np.asarray(b.yq),
          zT64=np.asarray(b64.zT))
 Ls = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
-setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, online.Optimizer("sgd", 1e-3, steps=300000))
-p0 = online.init_qkvo(0, 5)
+setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, optim.Optimizer("sgd", 1e-3, steps=300000))
+p0 = qkvo.init_qkvo(0, 5)
 params = {m: online.stack_runs([p0] * len(Ls)) for m in online.TRAINED_MODELS}
-st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
 t = time.perf_counter()
 st, _ = online.run_chunk(st, law, setup, 10)
 jax.block_until_ready(st)

@@ -93,11 +93,17 @@ def with_length(data: PromptData, L: int) -> PromptData:
     return data._replace(L=jnp.asarray(int(L), dtype=jnp.int64))
 
 
+def prompt_moment(zT, L) -> jax.Array:
+    """``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T`` over the first ``L`` tokens (``L`` may be traced);
+    zT (n, d+1, l) -> (n, d+1, d+1)."""
+    keep = (jnp.arange(zT.shape[-1]) < L).astype(zT.dtype)
+    return jnp.einsum("nil,njl->nij", zT * keep, zT) / L
+
+
 def empirical_moment(tasks: Tasks, L: int) -> jax.Array:
-    """``Ghat_L = (1/L) sum_{k<=L} z_k z_k^T``; (n_tasks, d+1, d+1)."""
+    """:func:`prompt_moment` of the tasks' prompts at length ``L``; (n_tasks, d+1, d+1)."""
     L = _check_L(tasks, L)
-    zT = jnp.asarray(all_tokens(tasks)[:, :, :L])
-    return jnp.einsum("nil,njl->nij", zT, zT) / L
+    return prompt_moment(jnp.asarray(all_tokens(tasks)[:, :, :L]), L)
 
 
 def model_data(model: str, tasks: Tasks, L=None):
@@ -128,10 +134,20 @@ def softmax_predict(params: Params, data: PromptData) -> jax.Array:
     return jnp.einsum("nql,njl->nqj", p, data.zT) @ params.v
 
 
+def linear_output(params: Params, G, zq) -> jax.Array:
+    """``f = v^T G U z_q``; G (n, d+1, d+1), zq (n, ..., d+1) -> (n, ...)."""
+    return jnp.einsum("j,njk,n...k->n...", params.v, G, zq @ params.U.T)
+
+
 def linear_predict(params: Params, data: MomentData) -> jax.Array:
-    """``f = v^T G U z_q`` for ``G = Ghat_L`` (linear) or ``Gamma_w`` (limit); (n, Q)."""
-    a = data.zq @ params.U.T
-    return jnp.einsum("j,njk,nqk->nq", params.v, data.G, a)
+    """:func:`linear_output` for ``G = Ghat_L`` (linear) or ``Gamma_w`` (limit); (n, Q)."""
+    return linear_output(params, data.G, data.zq)
+
+
+def softmax_score_grad(f, m1, m2) -> jax.Array:
+    """``df/da = m2 - f m1`` at ``a = U z_q`` (so ``df/dU = (m2 - f m1) z_q^T``, ``df/dv = m1``), from
+    the softmax moments ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]``; f (...), m1, m2 (..., d+1)."""
+    return m2 - f[..., None] * m1
 
 
 def pair_sum(x):
@@ -205,12 +221,36 @@ def _make_softmax_risk(reduce):
         r, f, m1, m2, data = res
         scale = g / r.size
         gv = scale * reduce(jnp.einsum("nq,nqj->nj", r, m1))
-        da = r[..., None] * (m2 - f[..., None] * m1)
+        da = r[..., None] * softmax_score_grad(f, m1, m2)
         gU = scale * reduce(jnp.einsum("nqi,nqj->nij", da, data.zq))
         return Params(gU, gv), jax.tree.map(jnp.zeros_like, data)
 
     risk.defvjp(fwd, bwd)
     return risk
+
+
+@jax.custom_vjp
+def softmax_from_moments(U, v, m1, m2, zq):
+    """Softmax attention's prediction ``f = v^T E_p[z]`` from the moments at ``(U, v)``; (n,).
+
+    ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]`` (n, D) must be those of ``(U, v)``; the gradient is
+    :func:`softmax_score_grad` (``p`` depends on ``U`` through ``s_l = z_l^T U z_q``); one query per task.
+    """
+    return m1 @ v
+
+
+def _softmax_from_moments_fwd(U, v, m1, m2, zq):
+    f = m1 @ v
+    return f, (f, m1, m2, zq)
+
+
+def _softmax_from_moments_bwd(res, ct):
+    f, m1, m2, zq = res
+    gU = jnp.einsum("n,ni,nj->ij", ct, softmax_score_grad(f, m1, m2), zq)
+    return gU, ct @ m1, jnp.zeros_like(m1), jnp.zeros_like(m2), jnp.zeros_like(zq)
+
+
+softmax_from_moments.defvjp(_softmax_from_moments_fwd, _softmax_from_moments_bwd)
 
 
 softmax_risk = _make_softmax_risk(pair_sum)

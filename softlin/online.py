@@ -1,22 +1,9 @@
 """C5 online training (paper Sec. 6): every run of the experiment in one compiled loop, resumable.
 
-Task (the authors' public code): covariates ``x ~ N(0, Sigma)`` in dimension ``d``, task
-``w ~ N(0, I/d)``, labels ``y = w^T x + eps``, ``eps ~ N(0, noise_var)`` (query target included),
-prompt tokens ``z_l = (x_l, y_l)`` of size ``D = d + 1``, one query ``z_q = (x_q, 0)``.
+The task law is :mod:`softlin.online_task`, the head's parametrisations :mod:`softlin.qkvo`, the
+optimisers :mod:`softlin.optim`, checkpoints and interruption :mod:`softlin.checkpoint`.
 
-Two parametrisations of one attention head, both evaluated through the shared moments:
-
-* ``qkvo`` (the authors'): ``W_Q, W_K, W_V, W_O`` (D x D each, PyTorch ``nn.Linear`` layout
-  ``y = W x``, no biases), scores ``(W_K z_l)^T (W_Q z_q) / sqrt(D)``, prediction the last
-  coordinate of ``W_O sum_l p_l W_V z_l`` (softmax) or of ``W_O (1/L) sum_l s_l W_V z_l`` (linear:
-  no softmax, scores divided by L).  It *is* the (U, v) model with
-  ``U = W_K^T W_Q / sqrt(D)``, ``v = (W_O W_V)^T e_D`` (:func:`to_uv`); gradients reach the four
-  matrices through that map by autodiff.
-* ``uv``: Sec. 5's (U, v) trained directly (initialised at the image of the same QKVO draw).
-
-Covariance modes: ``correct`` (prompt and query covariates ``C g``, ``C`` the lower Cholesky factor
-of Sigma) and ``as_in_authors_code`` (the public code: row vectors multiplied by ``C^T`` twice,
-``x = C C g``, so the prompt covariance is ``C C C^T C^T``, and the query never transformed).
+Both parametrisations (``qkvo``, ``uv``) are evaluated through the shared moments of each step.
 
 Batches (:mod:`softlin.stream`): with ``streams: shared`` every run, both models and every prompt
 length, trains on the same batch of each step (run ``L`` on its first ``L`` tokens): each run is
@@ -29,212 +16,37 @@ the state is checkpointed atomically and a restarted job resumes from it, bit fo
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import time
 from functools import partial
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from . import stream
 from ._jax import jax, jnp
-from .io import save_npz
+from .checkpoint import Stop, fingerprint, load_checkpoint, save_checkpoint
+from .models import linear_output, prompt_moment, softmax_from_moments
+from .online_task import TaskLaw
+from .optim import OPTIMIZERS, SCHEDULES, Optimizer, opt_init, opt_update
 from .params import Params
-from .tasks import check_sigma
+from .qkvo import as_uv, init_params
 
 TRAINED_MODELS = ("softmax", "linear")  # the attention models C5 trains (softlin.models.MODELS adds "limit")
-PARAMETRISATIONS = ("qkvo", "uv")
-COVARIANCE_MODES = ("correct", "as_in_authors_code")
 STREAMS = ("shared", "per_L")
-OPTIMIZERS = ("sgd", "adam")
-SCHEDULES = ("constant", "cosine")
-
-
-# --------------------------------------------------------------------------- task law
-class TaskLaw(NamedTuple):
-    """The C5 task law: covariance roots of prompt and query covariates, noise and prior variances."""
-
-    d: int
-    root_prompt: np.ndarray  # x_prompt = root_prompt @ g
-    root_query: np.ndarray   # x_query = root_query @ g
-    noise_var: float
-    w_var: float
-
-    @property
-    def sigma_prompt(self) -> np.ndarray:
-        return self.root_prompt @ self.root_prompt.T
-
-    @property
-    def sigma_query(self) -> np.ndarray:
-        return self.root_query @ self.root_query.T
-
-    def law(self) -> stream.Law:
-        return stream.make_law(self.root_prompt, self.root_query, self.w_var, self.noise_var)
-
-
-def kms_sigma(d: int, rho: float) -> np.ndarray:
-    """Kac-Murdock-Szego covariance ``Sigma_ij = rho^|i-j|``; (d, d)."""
-    i = np.arange(d)
-    return float(rho) ** np.abs(i[:, None] - i[None, :])
-
-
-def make_task(sigma, noise_var: float, w_var: float | None = None,
-              covariance_mode: str = "correct") -> TaskLaw:
-    """The C5 task law; ``w_var`` defaults to ``1/d``."""
-    s = check_sigma(sigma)
-    d = s.shape[0]
-    if covariance_mode not in COVARIANCE_MODES:
-        raise ValueError(f"covariance_mode must be one of {COVARIANCE_MODES}, got {covariance_mode!r}")
-    C = np.linalg.cholesky(s)
-    if covariance_mode == "correct":
-        rp, rq = C, C
-    else:  # the public code: x @ C^T @ C^T on row vectors, i.e. x = C C g; the query untouched
-        rp, rq = C @ C, np.eye(d)
-    return TaskLaw(d, rp, rq, float(noise_var), float(1.0 / d if w_var is None else w_var))
-
-
-# --------------------------------------------------------------------------- parametrisations
-class QKVO(NamedTuple):
-    """One attention head, PyTorch ``nn.Linear`` layout (out, in): ``W_Q, W_K, W_V, W_O`` (D, D)."""
-
-    WQ: jax.Array
-    WK: jax.Array
-    WV: jax.Array
-    WO: jax.Array
-
-
-def torch_linear_init(rng: np.random.Generator, fan_out: int, fan_in: int) -> np.ndarray:
-    """PyTorch ``nn.Linear`` default weight init, ``kaiming_uniform_(a=sqrt(5))``, written out:
-    gain ``sqrt(2 / (1 + a^2)) = sqrt(1/3)``, bound ``gain sqrt(3 / fan_in) = 1 / sqrt(fan_in)``,
-    i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``."""
-    a = np.sqrt(5.0)
-    gain = np.sqrt(2.0 / (1.0 + a * a))
-    bound = gain * np.sqrt(3.0 / fan_in)
-    return rng.uniform(-bound, bound, size=(fan_out, fan_in))
-
-
-def init_qkvo(seed: int, d: int) -> QKVO:
-    """The four D x D projections drawn in the order Q, K, V, O from ``numpy.default_rng(seed)``."""
-    D = d + 1
-    rng = np.random.default_rng(seed)
-    return QKVO(*(jnp.asarray(torch_linear_init(rng, D, D)) for _ in range(4)))
-
-
-def to_uv(p: QKVO) -> Params:
-    """``U = W_K^T W_Q / sqrt(D)``, ``v = (W_O W_V)^T e_D``: the (U, v) model computing the same function."""
-    D = p.WQ.shape[-1]
-    return Params(p.WK.T @ p.WQ / jnp.sqrt(jnp.float64(D)), p.WV.T @ p.WO[-1])
-
-
-def init_params(parametrisation: str, seed: int, d: int):
-    """Initial parameters: QKVO (PyTorch default init) or its (U, v) image."""
-    if parametrisation not in PARAMETRISATIONS:
-        raise ValueError(f"parametrisation must be one of {PARAMETRISATIONS}, got {parametrisation!r}")
-    p = init_qkvo(seed, d)
-    return p if parametrisation == "qkvo" else to_uv(p)
-
-
-def as_uv(p) -> Params:
-    return to_uv(p) if isinstance(p, QKVO) else Params(*p)
 
 
 # --------------------------------------------------------------------------- losses from a step's moments
-@jax.custom_vjp
-def softmax_from_moments(U, v, m1, m2, zq):
-    """Softmax attention's prediction ``f = v^T E_p[z]`` from the moments at ``(U, v)``; (n,).
-
-    ``m1 = E_p[z]``, ``m2 = E_p[(v.z) z]`` (n, D) must be those of ``(U, v)``; the gradient is
-    ``df/dv = m1``, ``df/dU = (m2 - f m1) z_q^T`` (``p`` depends on ``U`` through ``s_l = z_l^T U z_q``).
-    """
-    return m1 @ v
-
-
-def _softmax_from_moments_fwd(U, v, m1, m2, zq):
-    f = m1 @ v
-    return f, (f, m1, m2, zq)
-
-
-def _softmax_from_moments_bwd(res, ct):
-    f, m1, m2, zq = res
-    gU = jnp.einsum("n,ni,nj->ij", ct, m2 - f[:, None] * m1, zq)
-    return gU, ct @ m1, jnp.zeros_like(m1), jnp.zeros_like(m2), jnp.zeros_like(zq)
-
-
-softmax_from_moments.defvjp(_softmax_from_moments_fwd, _softmax_from_moments_bwd)
-
-
 def softmax_mse(p, m1, m2, zq, yq):
     """Mean squared error ``mean_n (f_n - y_q,n)^2`` of softmax attention (the authors' loss)."""
     uv = as_uv(p)
     return jnp.mean((softmax_from_moments(uv.U, uv.v, m1, m2, zq) - yq) ** 2)
 
 
-def linear_output(uv: Params, G, zq):
-    """Linear attention's prediction ``f = v^T Ghat_L U z_q``; G (n, D, D), zq (n, D) -> (n,)."""
-    return jnp.einsum("j,njk,nk->n", uv.v, G, zq @ uv.U.T)
-
-
 def linear_mse(p, G, zq, yq):
     """Mean squared error of linear attention on the prompts' second moments ``G``."""
     return jnp.mean((linear_output(as_uv(p), G, zq) - yq) ** 2)
-
-
-# --------------------------------------------------------------------------- optimisers
-class Optimizer(NamedTuple):
-    """Static optimiser settings (torch semantics).  ``sgd``: ``b <- momentum b + g``,
-    ``p <- p - lr_t b``; ``adam``: torch.optim.Adam (bias-corrected moments, ``eps`` outside the
-    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``),
-    times ``min(1, (t + 1) / warmup)`` when ``warmup`` > 0 (a linear warm-up over its first steps)."""
-
-    name: str = "sgd"
-    lr: float = 1e-3
-    momentum: float = 0.0
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
-    schedule: str = "constant"
-    steps: int = 1
-    warmup: int = 0
-
-
-class OptState(NamedTuple):
-    m: object  # first moment / velocity, like the params
-    v: object  # second moment (adam), like the params
-
-
-def opt_init(p) -> OptState:
-    z = jax.tree.map(jnp.zeros_like, p)
-    return OptState(z, z)
-
-
-def learning_rate(opt: Optimizer, step):
-    """``lr_t`` at (0-based) ``step``."""
-    lr = jnp.asarray(opt.lr, jnp.float64)
-    if opt.schedule == "cosine":
-        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * step / opt.steps))
-    if opt.warmup > 0:
-        lr = lr * jnp.minimum(1.0, (step + 1) / opt.warmup)
-    return lr
-
-
-def opt_update(opt: Optimizer, p, g, s: OptState, step):
-    """One update at (0-based) ``step``; returns (params, state)."""
-    lr = learning_rate(opt, step)
-    if opt.name == "sgd":
-        if opt.momentum == 0.0:
-            return jax.tree.map(lambda a, b: a - lr * b, p, g), s
-        m = jax.tree.map(lambda b, gg: opt.momentum * b + gg, s.m, g)
-        return jax.tree.map(lambda a, b: a - lr * b, p, m), OptState(m, s.v)
-    t = (step + 1).astype(jnp.float64)
-    m = jax.tree.map(lambda a, gg: opt.beta1 * a + (1 - opt.beta1) * gg, s.m, g)
-    v = jax.tree.map(lambda a, gg: opt.beta2 * a + (1 - opt.beta2) * gg * gg, s.v, g)
-    c1, c2 = 1 - opt.beta1 ** t, 1 - opt.beta2 ** t
-    new = jax.tree.map(lambda a, mm, vv: a - lr * (mm / c1) / (jnp.sqrt(vv / c2) + opt.eps), p, m, v)
-    return new, OptState(m, v)
 
 
 # --------------------------------------------------------------------------- the compiled loop
@@ -335,126 +147,6 @@ def stack_runs(trees):
     return jax.tree.map(lambda *x: jnp.stack(x), *trees)
 
 
-# --------------------------------------------------------------------------- checkpoints
-def fingerprint(**settings) -> str:
-    """Hash of everything a run's trajectory depends on except its length (so longer runs resume)."""
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def previous_checkpoint(path) -> Path:
-    """Where :func:`save_checkpoint` keeps the checkpoint before the last one (``L10.prev.npz``)."""
-    path = Path(path)
-    return path.with_name(f"{path.stem}.prev{path.suffix}")
-
-
-def save_checkpoint(path, state: State, losses: dict, fp: str) -> None:
-    """Write the state atomically, keeping the previous checkpoint as :func:`previous_checkpoint`
-    (a checkpoint that later fails to load leaves one to resume from)."""
-    path = Path(path)
-    leaves = jax.tree.leaves((state.params, state.opt))
-    if path.exists():
-        os.replace(path, previous_checkpoint(path))
-    save_npz(path, step=np.asarray(state.step), fingerprint=np.array(fp),
-             **{f"loss_{m}": x for m, x in losses.items()},
-             **{f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)})
-
-
-def set_aside(path) -> Path:
-    """Rename an unreadable file to ``<name>.corrupt[-N]<suffix>`` beside it; return the new path."""
-    path = Path(path)
-    for n in range(1000):
-        new = path.with_name(f"{path.stem}.corrupt{'' if n == 0 else f'-{n}'}{path.suffix}")
-        if not new.exists():
-            os.replace(path, new)
-            return new
-    raise FileExistsError(f"too many set-aside copies of {path}")
-
-
-def _read_checkpoint(path: Path, like: State, fp: str):
-    with np.load(path) as f:
-        if str(f["fingerprint"]) != fp:
-            return None
-        treedef = jax.tree.structure((like.params, like.opt))
-        leaves = [jnp.asarray(f[f"leaf{i}"]) for i in range(treedef.num_leaves)]
-        params, opt = jax.tree.unflatten(treedef, leaves)
-        losses = {m: np.asarray(f[f"loss_{m}"]) for m in like.params}
-        return State(params, opt, jnp.asarray(f["step"])), losses
-
-
-def load_checkpoint(path, like: State, fp: str, report=None):
-    """(state, losses) from ``path`` (or, when it is missing or unreadable, from the previous
-    checkpoint) if written by the same settings, else None.  A checkpoint that fails to load is
-    reported with its path (``report``, and a warning) and set aside (:func:`set_aside`)."""
-    import warnings
-
-    path = Path(path)
-    for cand in (path, previous_checkpoint(path)):
-        if not cand.exists():
-            continue
-        try:
-            return _read_checkpoint(cand, like, fp)
-        except Exception as err:  # truncated, garbled, missing entries: set it aside, fall back
-            new = set_aside(cand)
-            msg = (f"checkpoint {cand} does not load ({type(err).__name__}: {str(err)[:120]}): "
-                   f"set aside as {new.name}; resuming from the previous checkpoint or step 0")
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
-            if report:
-                report(msg)
-    return None
-
-
-class _Stop:
-    """SIGINT / SIGTERM during training: recorded here by the handler, acted on by the loop
-    (which waits for a chunk in short polls, so it notices within a fraction of a second): the
-    process reports where its last checkpoint is and exits with status 128 + the signal number."""
-
-    def __init__(self):
-        self.signum = None
-        self.saved = {}
-
-    def __enter__(self):
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.saved[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def _handler(self, signum, frame):
-        self.signum = signum
-
-    def __exit__(self, *exc):
-        import signal
-
-        for sig, old in self.saved.items():
-            signal.signal(sig, old)
-        return False
-
-    def wait(self, tree) -> bool:
-        """Block until every array of ``tree`` is computed or a signal came; True if one came."""
-        leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "is_ready")]
-        while self.signum is None and not all(x.is_ready() for x in leaves):
-            time.sleep(0.02)
-        return self.signum is not None
-
-    def stop(self, checkpoint, progress) -> None:
-        import signal
-
-        name = signal.Signals(self.signum).name
-        where = "no checkpoint" if checkpoint is None else f"the last checkpoint {checkpoint} is kept"
-        msg = f"stopped by {name}: {where}; rerun to resume"
-        if progress:
-            progress(msg)
-        # a computation still in flight would hold the interpreter's exit until it ends (a whole
-        # chunk, minutes at the paper's settings): leave at once, the files on disk are complete
-        import sys
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(128 + self.signum)
-
-
 # --------------------------------------------------------------------------- driver
 def _eta(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
@@ -514,7 +206,7 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
             if progress:
                 progress(f"resumed from {checkpoint} at step {int(state.step)}")
     n_logs = chunk // log_every
-    with _Stop() as stop:
+    with Stop() as stop:
         state, losses, t_run, n_run = _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models,
                                             checkpoint, fp, progress, stop_after_chunks, stop)
     out = {"loss_step": np.arange(1, losses[models[0]].shape[1] + 1) * log_every,
@@ -528,7 +220,7 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
 
 
 def _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models, checkpoint, fp, progress,
-          stop_after_chunks, stop: _Stop):
+          stop_after_chunks, stop: Stop):
     """The chunks of :func:`train`, checkpointed after each; stops at once on SIGINT / SIGTERM."""
     done_chunks, t_run, n_run = 0, 0.0, 0
     while int(state.step) < steps:
@@ -571,6 +263,4 @@ def predict_on_batch(model: str, uv: Params, b: stream.Batch, L):
     if model == "softmax":
         m1, _ = softmax_moments(uv.U, uv.v, b.zT, b.zq[:, None, :], jnp.asarray(L, jnp.int64))
         return m1[:, 0] @ uv.v
-    keep = (jnp.arange(b.zT.shape[-1]) < L).astype(b.zT.dtype)
-    G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
-    return linear_output(uv, G, b.zq)
+    return linear_output(uv, prompt_moment(b.zT, L), b.zq)

@@ -3,17 +3,17 @@ baselines, checkpoint resume, convergence diagnostics."""
 import numpy as np
 import pytest
 
-from softlin import baselines, fused, models, online, stream
+from softlin import baselines, fused, models, online, online_task, optim, qkvo, stream
 from softlin._jax import jax, jnp
 from softlin.claims import c5, c5_eval
 from softlin.params import Params
 
-SIGMA = online.kms_sigma(5, 0.5)
+SIGMA = online_task.kms_sigma(5, 0.5)
 D = 6
 
 
 def _task(mode="correct"):
-    return online.make_task(SIGMA, 0.1, None, mode)
+    return online_task.make_task(SIGMA, 0.1, None, mode)
 
 
 def _cov_ok(samples, target, n_se=5.0):
@@ -164,7 +164,7 @@ def test_step_data_moments_for_all_lengths():
 # --------------------------------------------------------------------------- the training step
 def _naive_loss(model, p, b, L):
     """Oracle: the authors' loss by plain autodiff of the naive models on the sliced prompt."""
-    uv = online.as_uv(p)
+    uv = qkvo.as_uv(p)
     zT = b.zT[:, :, :L]
     if model == "softmax":
         f = models.softmax_predict(uv, models.PromptData(zT, b.zq[:, None, :], b.yq[:, None],
@@ -182,11 +182,11 @@ def test_one_step_is_sgd_on_the_step_batch(parametrisation):
     task = _task()
     law = task.law()
     Ls, k, lr, n, seed = (7, 12, 20), 37, 1e-2, 16, 5
-    p = online.init_params(parametrisation, 3, 5)
+    p = qkvo.init_params(parametrisation, 3, 5)
     p = jax.tree.map(lambda a: 2.0 * a, p)  # scores of order 1
     params = {m: online.stack_runs([p] * len(Ls)) for m in online.TRAINED_MODELS}
-    st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(k, jnp.int64))
-    setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, online.Optimizer("sgd", lr, steps=10))
+    st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(k, jnp.int64))
+    setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, optim.Optimizer("sgd", lr, steps=10))
     st1, loss = online.run_chunk(st, law, setup, 1)
     b = stream.sample(law, stream.stream_key(seed), k, n, max(Ls))
     for m in online.TRAINED_MODELS:
@@ -204,10 +204,10 @@ def test_per_L_streams():
     task = _task()
     law = task.law()
     Ls, lr, n, seed = (6, 11), 1e-2, 8, 3
-    p = online.init_params("uv", 1, 5)
+    p = qkvo.init_params("uv", 1, 5)
     params = {m: online.stack_runs([p] * 2) for m in online.TRAINED_MODELS}
-    st = online.State(params, {m: online.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
-    setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, online.Optimizer("sgd", lr, steps=10))
+    st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
+    setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, optim.Optimizer("sgd", lr, steps=10))
     _, loss = online.run_chunk(st, law, setup, 1)
     for i, L in enumerate(Ls):
         b = stream.sample(law, stream.stream_key(seed, L), 0, n, L)
@@ -220,7 +220,7 @@ def test_shared_stream_run_equals_lone_run():
     trained alone on the same stream (1e-12): runs share random numbers, nothing else."""
     task = _task()
     kw = dict(seed=3, init_seed=0, steps=40, batch=8, log_every=10, chunk=20,
-              optimizer=online.Optimizer("adam", 1e-2))
+              optimizer=optim.Optimizer("adam", 1e-2))
     group = online.train(task, [6, 12, 25], **kw)
     alone = online.train(task, [12], **kw)
     for m in online.TRAINED_MODELS:
@@ -247,8 +247,8 @@ def test_qkvo_maps_to_uv(model):
     """Predictions of the (U, v) image of QKVO weights through the shared kernels equal a direct
     numpy QKVO forward pass (the authors' head, written here) to 1e-12."""
     b = stream.sample(_task().law(), stream.stream_key(2), 0, 24, 30)
-    p = online.QKVO(*(3.0 * a for a in online.init_qkvo(7, 5)))  # scores of order 1
-    got = np.asarray(online.predict_on_batch(model, online.to_uv(p), b, 30))
+    p = qkvo.QKVO(*(3.0 * a for a in qkvo.init_qkvo(7, 5)))  # scores of order 1
+    got = np.asarray(online.predict_on_batch(model, qkvo.to_uv(p), b, 30))
     ref = _direct_qkvo(p, b.zT, b.zq, model)
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * max(1.0, np.abs(ref).max()))
 
@@ -262,18 +262,18 @@ def test_fused_gradient_vs_finite_differences(model):
     L = 20
 
     def loss(q):
-        uv = jax.lax.stop_gradient(online.as_uv(q))  # the moments are data at (U, v)
+        uv = jax.lax.stop_gradient(qkvo.as_uv(q))  # the moments are data at (U, v)
         if model == "softmax":
             d = stream.step_data(law, key, 0, 16, uv.U[None], uv.v[None], [L], [])
             return online.softmax_mse(q, d.m1[0], d.m2[0], d.zq, d.yq)
         d = stream.step_data(law, key, 0, 16, jnp.zeros((0, D, D)), jnp.zeros((0, D)), [], [L])
         return online.linear_mse(q, d.G[0], d.zq, d.yq)
 
-    p = online.QKVO(*(2.0 * a for a in online.init_qkvo(1, 5)))
+    p = qkvo.QKVO(*(2.0 * a for a in qkvo.init_qkvo(1, 5)))
     g = jax.grad(loss)(p)
     rng = np.random.default_rng(0)
     for _ in range(3):
-        dirn = online.QKVO(*(jnp.asarray(rng.normal(size=(D, D))) for _ in range(4)))
+        dirn = qkvo.QKVO(*(jnp.asarray(rng.normal(size=(D, D))) for _ in range(4)))
         h = 1e-5
         fd = (float(loss(jax.tree.map(lambda a, e: a + h * e, p, dirn)))
               - float(loss(jax.tree.map(lambda a, e: a - h * e, p, dirn)))) / (2 * h)
@@ -283,7 +283,7 @@ def test_fused_gradient_vs_finite_differences(model):
 
 def test_torch_default_init():
     """nn.Linear's kaiming_uniform(a=sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    W = online.torch_linear_init(np.random.default_rng(0), 400, 6)
+    W = qkvo.torch_linear_init(np.random.default_rng(0), 400, 6)
     bound = 1 / np.sqrt(6)
     assert np.abs(W).max() <= bound and np.abs(W).max() > 0.99 * bound
     assert abs(W.std() - bound / np.sqrt(3)) < 0.01 * bound
@@ -306,12 +306,12 @@ def test_optimizers_against_numpy(name):
     rng = np.random.default_rng(3)
     p0 = rng.normal(size=4)
     grads = [rng.normal(size=4) for _ in range(5)]
-    opt = {"adam": online.Optimizer("adam", 0.01), "sgd_momentum": online.Optimizer("sgd", 0.01, 0.9),
-           "cosine": online.Optimizer("sgd", 0.01, schedule="cosine", steps=5),
-           "cosine_warmup": online.Optimizer("sgd", 0.01, schedule="cosine", steps=5, warmup=3)}[name]
-    p, s = jnp.asarray(p0), online.opt_init(jnp.asarray(p0))
+    opt = {"adam": optim.Optimizer("adam", 0.01), "sgd_momentum": optim.Optimizer("sgd", 0.01, 0.9),
+           "cosine": optim.Optimizer("sgd", 0.01, schedule="cosine", steps=5),
+           "cosine_warmup": optim.Optimizer("sgd", 0.01, schedule="cosine", steps=5, warmup=3)}[name]
+    p, s = jnp.asarray(p0), optim.opt_init(jnp.asarray(p0))
     for t, g in enumerate(grads):
-        p, s = online.opt_update(opt, p, jnp.asarray(g), s, jnp.asarray(t, jnp.int64))
+        p, s = optim.opt_update(opt, p, jnp.asarray(g), s, jnp.asarray(t, jnp.int64))
     if name == "adam":
         ref = _numpy_adam(p0, grads, 0.01)
     elif name == "sgd_momentum":
@@ -378,7 +378,7 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
     """Interrupted after one chunk and resumed from its checkpoint == one uninterrupted run."""
     task = _task()
     kw = dict(parametrisation=parametrisation, seed=1, init_seed=2, steps=60, batch=8,
-              optimizer=online.Optimizer("adam", 1e-2), log_every=10, chunk=20)
+              optimizer=optim.Optimizer("adam", 1e-2), log_every=10, chunk=20)
     full = online.train(task, [9, 14], **kw)
     ck = tmp_path / "ck.npz"
     part = online.train(task, [9, 14], checkpoint=ck, stop_after_chunks=1, **kw)
@@ -390,7 +390,7 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(full[m]["loss"], resumed[m]["loss"])
     # another setting does not resume from this checkpoint
-    other = online.train(task, [9, 14], checkpoint=ck, **{**kw, "optimizer": online.Optimizer("adam", 2e-2)})
+    other = online.train(task, [9, 14], checkpoint=ck, **{**kw, "optimizer": optim.Optimizer("adam", 2e-2)})
     assert not np.array_equal(other["softmax"]["loss"], full["softmax"]["loss"])
     # nor does other code: a finished checkpoint under another code version restarts from step 0
     done = tmp_path / "done.npz"
@@ -415,8 +415,8 @@ def test_train_run_and_split():
     assert runs["softmax", 6]["init_seed"] == 0
     assert sorted(runs) == [("linear", 6), ("linear", 11), ("softmax", 6), ("softmax", 11)]
     assert runs["linear", 6]["U"].shape == (D, D) and runs["linear", 6]["loss"].shape == (4,)
-    raw = online.QKVO(*(jnp.asarray(job[f"softmax_raw{i}"][1]) for i in range(4)))
-    np.testing.assert_allclose(runs["softmax", 11]["U"], np.asarray(online.to_uv(raw).U), rtol=1e-14)
+    raw = qkvo.QKVO(*(jnp.asarray(job[f"softmax_raw{i}"][1]) for i in range(4)))
+    np.testing.assert_allclose(runs["softmax", 11]["U"], np.asarray(qkvo.to_uv(raw).U), rtol=1e-14)
 
 
 def test_plateau_drop():
@@ -461,7 +461,7 @@ def test_reference_params_predictions():
     lin = c5_eval.reference_params(P[None])
     soft = c5_eval.reference_params(P[None], [a], [c])
     G = np.einsum("nil,njl->nij", zT[..., :L], zT[..., :L]) / L
-    f_lin = np.asarray(online.linear_output(Params(lin.U[0], lin.v[0]), jnp.asarray(G), b.zq))
+    f_lin = np.asarray(models.linear_output(Params(lin.U[0], lin.v[0]), jnp.asarray(G), b.zq))
     f_soft = np.asarray(online.predict_on_batch("softmax", Params(soft.U[0], soft.v[0]), b, L))
     for i in range(6):
         X, y, xq = zT[i, :5, :L].T, zT[i, 5, :L], zq[i, :5]
@@ -610,10 +610,10 @@ def test_learning_time_follows_the_schedule():
     """learning_time: cumulative learning rate at each logging window's middle; constant lr -> the
     step count x lr; cosine with warm-up -> the numpy sum of the schedule written here."""
     step = np.arange(1, 41) * 25
-    const = online.Optimizer("adam", 0.1, steps=1000)
+    const = optim.Optimizer("adam", 0.1, steps=1000)
     x = c5_eval.learning_time(const, step)
     np.testing.assert_allclose(x, 0.1 * (step - 12), rtol=1e-12)  # mean of 0.1 (t + 1), t = s - 25 .. s - 1
-    cos = online.Optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
+    cos = optim.Optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
     tt = np.arange(1000)
     lr = 0.1 * 0.5 * (1 + np.cos(np.pi * tt / 1000)) * np.minimum(1, (tt + 1) / 200)
     cum = np.cumsum(lr)

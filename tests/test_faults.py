@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from softlin import fused, io, online
+from softlin import checkpoint, fused, io, online, online_task, optim
 from softlin.claims import c5_eval, c5_protocol, metric_names
 from softlin.tasks import sample
 
@@ -356,20 +356,20 @@ def test_real_full_disk(tiny_tmpfs):
 
 
 # --------------------------------------------------------------------------- 4: checkpoints
-SIGMA = online.kms_sigma(5, 0.5)
+SIGMA = online_task.kms_sigma(5, 0.5)
 KW = dict(parametrisation="qkvo", seed=1, init_seed=2, steps=60, batch=8,
-          optimizer=online.Optimizer("adam", 1e-2), log_every=10, chunk=20)
+          optimizer=optim.Optimizer("adam", 1e-2), log_every=10, chunk=20)
 
 
 def test_corrupt_checkpoint_is_set_aside_and_training_resumes(tmp_path):
     """Before: a corrupt checkpoint stopped training on every rerun with zipfile.BadZipFile, without
     naming the file.  Now it is reported with its path, renamed to <name>.corrupt.npz, and training
     resumes from the previous checkpoint (bit for bit) or from step 0."""
-    task = online.make_task(SIGMA, 0.1, None, "correct")
+    task = online_task.make_task(SIGMA, 0.1, None, "correct")
     full = online.train(task, [9], **KW)
     ck = tmp_path / "L9.npz"
     online.train(task, [9], checkpoint=ck, stop_after_chunks=2, **KW)
-    prev = online.previous_checkpoint(ck)
+    prev = checkpoint.previous_checkpoint(ck)
     assert ck.exists() and prev.exists()
     ck.write_bytes(ck.read_bytes()[:100])          # truncated by a crash of the storage
     with pytest.raises(zipfile.BadZipFile):         # the fault as it was
@@ -385,7 +385,7 @@ def test_corrupt_checkpoint_is_set_aside_and_training_resumes(tmp_path):
         np.testing.assert_array_equal(full[m]["uv"].U, resumed[m]["uv"].U)
     # both checkpoints garbled: reported, set aside, training from step 0
     ck.write_bytes(b"PK\x03\x04 garbage")
-    online.previous_checkpoint(ck).write_bytes(b"garbage")
+    checkpoint.previous_checkpoint(ck).write_bytes(b"garbage")
     said = []
     with pytest.warns(RuntimeWarning):
         again = online.train(task, [9], checkpoint=ck, progress=said.append, **KW)
@@ -409,12 +409,12 @@ def test_printed_derivation_is_byte_identical_across_hash_seeds(tmp_path):
 # --------------------------------------------------------------------------- 7: signals, arguments
 TRAIN_SCRIPT = """
 import sys
-from softlin import online
-task = online.make_task(online.kms_sigma(5, 0.5), 0.1, None, "correct")
+from softlin import checkpoint, online, online_task, optim
+task = online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1, None, "correct")
 log = open(sys.argv[2], "a")
 def say(m):
     print(m, file=log, flush=True)
-online.train(task, [9], seed=1, steps=10 ** 7, batch=8, optimizer=online.Optimizer("adam", 1e-2),
+online.train(task, [9], seed=1, steps=10 ** 7, batch=8, optimizer=optim.Optimizer("adam", 1e-2),
              log_every=1000, chunk=20000, checkpoint=sys.argv[1], progress=say)
 """
 

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import online
+from .. import online, online_task, optim
 from .._jax import jax
 
 
-def task_of(cfg: dict) -> online.TaskLaw:
+def task_of(cfg: dict) -> online_task.TaskLaw:
     """The task law of the C5 config section."""
-    return online.make_task(online.kms_sigma(cfg["d"], cfg["kms_rho"]), cfg["noise_var"],
+    return online_task.make_task(online_task.kms_sigma(cfg["d"], cfg["kms_rho"]), cfg["noise_var"],
                             cfg.get("w_var"), cfg["covariance_mode"])
 
 
-def optimizer_of(cfg: dict) -> online.Optimizer:
+def optimizer_of(cfg: dict) -> optim.Optimizer:
     """The optimiser of the C5 config section (``optimizer``: name, lr, momentum, schedule, ...)."""
     o = cfg["optimizer"]
-    return online.Optimizer(o["name"], float(o["lr"]), float(o.get("momentum", 0.0)),
+    return optim.Optimizer(o["name"], float(o["lr"]), float(o.get("momentum", 0.0)),
                             float(o.get("beta1", 0.9)), float(o.get("beta2", 0.999)),
                             float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]),
                             int(o.get("warmup", 0)))

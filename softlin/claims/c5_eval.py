@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import baselines, metrics, online, stream
+from .. import baselines, metrics, models, online, online_task, optim, stream
 from .._jax import jax, jnp
 from ..params import Params
 from .c5 import task_of
@@ -27,7 +27,7 @@ REFERENCE_STREAM = 1                           # stream of the eval seed the sof
 N_BLOCKS = 64                                  # blocks of independent test prompts (jackknife of test sampling)
 
 
-def class_preconds(task: online.TaskLaw, Ls) -> np.ndarray:
+def class_preconds(task: online_task.TaskLaw, Ls) -> np.ndarray:
     """P*(L) of the linear-attention class optimum (symbolic S6) at every L, (n_L, d, d)."""
     return np.stack([baselines.linear_class_precond(L, task.sigma_prompt, task.noise_var, task.w_var)
                      for L in Ls])
@@ -49,7 +49,7 @@ def reference_params(P, a=None, c=None) -> Params:
     return Params(jnp.asarray(U), jnp.asarray(v))
 
 
-def _make_family_fit(task: online.TaskLaw, n: int, l_max: int, f64: bool):
+def _make_family_fit(task: online_task.TaskLaw, n: int, l_max: int, f64: bool):
     """A compiled chunk of the softmax family fit: for every L and scale a, the sums
     (sum g y, sum g^2) with ``g = sum_l softmax_l(a x_l^T P*_L x_q) y_l``, (n_L, n_a, 2), and sum y_q^2."""
     law = task.law()
@@ -103,7 +103,7 @@ def softmax_family(cfg: dict, Ls, progress=None) -> dict:
             "a_at_grid_edge": bool(np.any((best == 0) | (best == FAMILY_SCALES.size - 1)))}
 
 
-def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
+def _make_eval(task: online_task.TaskLaw, n: int, l_max: int, f64: bool):
     """A compiled chunk evaluation: squared errors (n_L, n_predictors, n) on one test batch."""
     sp = jnp.asarray(task.sigma_prompt)
     law = task.law()
@@ -117,14 +117,13 @@ def _make_eval(task: online.TaskLaw, n: int, l_max: int, f64: bool):
 
         def per_L(args):
             L, ps, pl, plr, psr = args
-            keep = (jnp.arange(l_max) < L).astype(b.zT.dtype)
-            G = jnp.einsum("nil,njl->nij", b.zT * keep, b.zT) / L
-            preds = (online.predict_on_batch("softmax", ps, b, L), online.linear_output(pl, G, b.zq),
+            G = models.prompt_moment(b.zT, L)
+            preds = (online.predict_on_batch("softmax", ps, b, L), models.linear_output(pl, G, b.zq),
                      baselines.ridge_predict(G, zq, L, task.noise_var, task.w_var),
                      baselines.gd_predict(G, zq, sp), f_opt,
                      baselines.limit_predict(ps, b.w, zq, sp, task.noise_var),
                      baselines.limit_predict(pl, b.w, zq, sp, task.noise_var),
-                     online.linear_output(plr, G, b.zq), online.predict_on_batch("softmax", psr, b, L))
+                     models.linear_output(plr, G, b.zq), online.predict_on_batch("softmax", psr, b, L))
             return jnp.stack([(f - y) ** 2 for f in preds])
 
         return jax.lax.map(per_L, (Ls, soft, lin, lref, sref))
@@ -245,7 +244,7 @@ def end_drop(loss, frac: float, x=None, se: bool = False):
     return value, (metrics.jackknife(drop, (xw, yw))[1] if se else None)
 
 
-def learning_time(opt: online.Optimizer, loss_step) -> np.ndarray:
+def learning_time(opt: optim.Optimizer, loss_step) -> np.ndarray:
     """Cumulative learning rate (the sum of lr_t over the steps before) at the middle of each logging
     window (``loss_step``: the step count at the end of each window, evenly spaced): the schedule's
     own clock, in which a window_frac of training is a window_frac of what the optimiser can still move."""

@@ -302,7 +302,7 @@ C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed"
 
 
 def _c5_section(keys):
-    """The C5 keys a job reads (``w_var: null`` stays null: softlin.online.make_task defaults it to 1/d)."""
+    """The C5 keys a job reads (``w_var: null`` stays null: softlin.online_task.make_task defaults it to 1/d)."""
     return {k: config["c5"][k] for k in keys}
 
 
