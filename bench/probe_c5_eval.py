@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from softlin.claims import c5, c5_eval
+from softlin.claims import c5, c5_convergence, c5_eval
 from softlin.params import Params
 
 cfg = json.load(open(sys.argv[1]))
@@ -35,7 +35,7 @@ for path in sys.argv[2:]:
     by_L = {r["L"]: r for r in rows}
     bad = []
     for (m, L), r in sorted(runs.items()):
-        c = c5_eval.run_convergence(r["loss"], r["loss_step"], cfg["convergence"],
+        c = c5_convergence.run_convergence(r["loss"], r["loss_step"], cfg["convergence"],
                                     by_L[L][f"R_{m}"], by_L[L][f"R_{m}_ref"])
         print(f"{path} {m:7s} L={L:<5d} drop {c['rel_drop_end']:+.4f}  risk/ref {c['risk_over_reference']:.3f}"
               f"  {'ok' if c['converged'] else 'UNCONVERGED'}")

@@ -5,7 +5,8 @@ import pytest
 
 from softlin import baselines, fused, models, online, online_task, optim, qkvo, stream
 from softlin._jax import jax, jnp
-from softlin.claims import c5, c5_eval
+from softlin.claims import c5, c5_convergence, c5_eval, c5_summary
+from softlin.claims.c5_convergence import run_convergence
 from softlin.params import Params
 
 SIGMA = online_task.kms_sigma(5, 0.5)
@@ -422,9 +423,9 @@ def test_train_run_and_split():
 def test_plateau_drop():
     """plateau_drop: ~0 on a flat noisy curve, the fitted relative fall on a linear one."""
     rng = np.random.default_rng(0)
-    assert abs(c5_eval.plateau_drop(1 + 0.001 * rng.normal(size=1000), 0.1)) < 0.01
+    assert abs(c5_convergence.plateau_drop(1 + 0.001 * rng.normal(size=1000), 0.1)) < 0.01
     y = np.linspace(2.0, 1.0, 1000)
-    assert c5_eval.plateau_drop(y, 0.1) == pytest.approx(0.1 * 1.0 / 1.05, rel=0.02)
+    assert c5_convergence.plateau_drop(y, 0.1) == pytest.approx(0.1 * 1.0 / 1.05, rel=0.02)
 
 
 def test_run_convergence():
@@ -434,20 +435,20 @@ def test_run_convergence():
     conv = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
     step = np.arange(1, 101) * 10
     curve = np.where(step < 400, 1.0, 0.2)
-    r = c5_eval.run_convergence(curve, step, conv)
+    r = run_convergence(curve, step, conv)
     assert r["escape_step"] == 400 and r["converged"] and r["final"] == pytest.approx(0.2)
-    stuck = c5_eval.run_convergence(np.full(100, 0.7), step, conv, risk=0.7, reference=0.3)
+    stuck = run_convergence(np.full(100, 0.7), step, conv, risk=0.7, reference=0.3)
     assert stuck["escape_step"] is None and not stuck["converged"] and abs(stuck["rel_drop_end"]) < 1e-12
-    at_optimum = c5_eval.run_convergence(np.full(100, 0.7), step, conv, risk=0.71, reference=0.7)
+    at_optimum = run_convergence(np.full(100, 0.7), step, conv, risk=0.71, reference=0.7)
     assert at_optimum["escape_step"] is None and at_optimum["converged"]
-    falling = c5_eval.run_convergence(np.linspace(1.0, 0.1, 100), step, conv)
+    falling = run_convergence(np.linspace(1.0, 0.1, 100), step, conv)
     assert falling["escape_step"] is not None and not falling["converged"]
     # escaped and flat, but on an intermediate plateau above a member of the class: not converged
-    assert c5_eval.run_convergence(curve, step, conv, reference=0.15)["converged"] is False
-    assert c5_eval.run_convergence(curve, step, conv, reference=0.195)["converged"] is True
+    assert run_convergence(curve, step, conv, reference=0.15)["converged"] is False
+    assert run_convergence(curve, step, conv, reference=0.195)["converged"] is True
     # the test risk, when given, is what is compared (0.16 <= 1.05 x 0.155 < 0.17)
-    assert c5_eval.run_convergence(curve, step, conv, risk=0.16, reference=0.155)["converged"] is True
-    assert c5_eval.run_convergence(curve, step, conv, risk=0.17, reference=0.155)["converged"] is False
+    assert run_convergence(curve, step, conv, risk=0.16, reference=0.155)["converged"] is True
+    assert run_convergence(curve, step, conv, risk=0.17, reference=0.155)["converged"] is False
 
 
 # --------------------------------------------------------------------------- class references
@@ -584,26 +585,26 @@ def test_end_drop_se_matches_the_spread_over_simulated_runs():
         drops, ses = [], []
         for _ in range(2000):
             y = mean * (1 + sigma * rng.normal(size=n))
-            d, se = c5_eval.end_drop(y, 0.1, se=True)
+            d, se = c5_convergence.end_drop(y, 0.1, se=True)
             drops.append(d)
             ses.append(se)
         assert np.mean(drops) == pytest.approx(fall, abs=3 * np.std(drops) / np.sqrt(2000) + 0.002)
         assert np.sqrt(np.mean(np.square(ses))) == pytest.approx(np.std(drops), rel=0.15)
     sd = np.std(drops)  # ~ 0.006 for 16 points at sigma = 0.007
-    flat = c5_eval.run_convergence(0.3 * (1 + sigma * rng.normal(size=n)), step, conv, z=2.0)
+    flat = run_convergence(0.3 * (1 + sigma * rng.normal(size=n)), step, conv, z=2.0)
     assert flat["flat"] in ("holds", "undecided") and flat["rel_drop_end_se"] == pytest.approx(sd, rel=0.5)
     noiseless = {"window_frac": 0.1, "max_rel_drop": 0.02, "escape_frac": 0.5, "reference_tol": 0.05}
-    assert c5_eval.run_convergence(np.full(n, 0.3) + 1e-6 * rng.normal(size=n), step, noiseless, z=2.0)["flat"] == "holds"
+    assert run_convergence(np.full(n, 0.3) + 1e-6 * rng.normal(size=n), step, noiseless, z=2.0)["flat"] == "holds"
     falling = 0.3 * (1 - 0.3 * t / n)  # 3% over the last 10%: fails at any z with no noise
-    r = c5_eval.run_convergence(falling * (1 + 1e-4 * rng.normal(size=n)), step, conv, z=2.0)
+    r = run_convergence(falling * (1 + 1e-4 * rng.normal(size=n)), step, conv, z=2.0)
     assert r["flat"] == "fails" and r["status"] == "unconverged"
     edge = 0.3 * (1 - 0.2 * t / n) * (1 + sigma * rng.normal(size=n))  # ~2.1% over the window, se ~0.006
-    r = c5_eval.run_convergence(edge, step, conv, z=2.0)
+    r = run_convergence(edge, step, conv, z=2.0)
     assert r["flat"] == "undecided" and r["status"] == "converged"   # flatness counts only where it fails
     # within reference decides: paired (value, se) of risk - 1.05 reference
-    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.01, 0.006))["status"] == "undecided"
-    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.02, 0.006))["status"] == "converged"
-    assert c5_eval.run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(0.02, 0.006))["status"] == "unconverged"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.01, 0.006))["status"] == "undecided"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.02, 0.006))["status"] == "converged"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(0.02, 0.006))["status"] == "unconverged"
 
 
 def test_learning_time_follows_the_schedule():
@@ -611,15 +612,15 @@ def test_learning_time_follows_the_schedule():
     step count x lr; cosine with warm-up -> the numpy sum of the schedule written here."""
     step = np.arange(1, 41) * 25
     const = optim.Optimizer("adam", 0.1, steps=1000)
-    x = c5_eval.learning_time(const, step)
+    x = c5_convergence.learning_time(const, step)
     np.testing.assert_allclose(x, 0.1 * (step - 12), rtol=1e-12)  # mean of 0.1 (t + 1), t = s - 25 .. s - 1
     cos = optim.Optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
     tt = np.arange(1000)
     lr = 0.1 * 0.5 * (1 + np.cos(np.pi * tt / 1000)) * np.minimum(1, (tt + 1) / 200)
     cum = np.cumsum(lr)
-    np.testing.assert_allclose(c5_eval.learning_time(cos, step), [cum[s - 25:s].mean() for s in step], rtol=1e-12)
+    np.testing.assert_allclose(c5_convergence.learning_time(cos, step), [cum[s - 25:s].mean() for s in step], rtol=1e-12)
     # in the schedule's time, the last 10% of cosine training spans far more than the last 10% of the steps
-    xw, _, _ = c5_eval._window(np.ones(40), 0.1, c5_eval.learning_time(cos, step))
+    xw, _, _ = c5_convergence._window(np.ones(40), 0.1, c5_convergence.learning_time(cos, step))
     assert xw.size > 8
 
 
@@ -639,7 +640,7 @@ def test_claim_metrics_rate_and_prediction():
     excesses paired with the Bayes-optimal column; a gap C / sqrt(L): slope -1/2."""
     Ls = np.array([10, 20, 50, 100, 200, 500, 1000])
     R = _table(14.0, Ls)
-    m = c5_eval.claim_metrics(R, Ls, 0.1, gap_constant=14.0)
+    m = c5_summary.claim_metrics(R, Ls, 0.1, gap_constant=14.0)
     assert m["gap_slope_top_third"] == pytest.approx(-1.0, abs=1e-12)
     assert m["gap_L_at_Lmax"] == pytest.approx(14.0) and m["gap_L_over_predicted_at_Lmax"] == pytest.approx(1.0)
     assert m["gap_L"]["10"] == pytest.approx(14.0)
@@ -648,9 +649,9 @@ def test_claim_metrics_rate_and_prediction():
     R2 = R.copy()
     col = {p: i for i, p in enumerate(c5_eval.PREDICTORS)}
     R2[:, col["softmax"]] = R[:, col["linear"]] + 0.3 / np.sqrt(Ls)
-    assert c5_eval.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"] == pytest.approx(-0.5, abs=1e-12)
+    assert c5_summary.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"] == pytest.approx(-0.5, abs=1e-12)
     R2[-1, col["softmax"]] = R2[-1, col["linear"]] - 1e-3   # a negative gap: no slope
-    assert np.isnan(c5_eval.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"])
+    assert np.isnan(c5_summary.claim_metrics(R2, Ls, 0.1)["gap_slope_top_third"])
 
 
 def test_replicate_aggregation_against_numpy():

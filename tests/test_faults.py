@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from softlin import checkpoint, fused, io, online, online_task, optim
-from softlin.claims import c5_eval, c5_protocol, metric_names
+from softlin.claims import c5_eval, c5_protocol, c5_summary, metric_names
 from softlin.tasks import sample
 
 from helpers import ROOT, copy_repo
@@ -135,13 +135,13 @@ def test_c5_counts_propagate_nan():
     """Before: a NaN gap vanished inside n_below_bayes_3se (NaN < x is False: counted 0, C5d PASS)."""
     cfg = {"noise_var": 0.1, "convergence": CONV}
     rows, losses, blocks = _c5_rows()
-    ok = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
+    ok = c5_summary.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
     assert ok["n_below_bayes_3se"] == 0
     rows, _, blocks_nan = _c5_rows(nan_at=1)
-    bad = c5_eval.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks_nan)
+    bad = c5_summary.summarize(rows, losses, np.arange(1, 41) * 10, cfg, blocks=blocks_nan)
     assert np.isnan(bad["n_below_bayes_3se"])
     losses["softmax_L20"] = losses["softmax_L20"] * np.nan
-    bad = c5_eval.summarize(_c5_rows()[0], losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
+    bad = c5_summary.summarize(_c5_rows()[0], losses, np.arange(1, 41) * 10, cfg, blocks=blocks)
     conv = bad["convergence"]
     assert np.isnan(conv["n_unconverged"]) and np.isnan(conv["rel_drop_end_max"])
     assert conv["worst_run"] == "softmax_L20"

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
-from .c5_eval import PREDICTORS, jackknifed_metrics
+from .c5_eval import PREDICTORS
+from .c5_summary import jackknifed_metrics
 
 PER_L = ("R_softmax", "R_linear", "R_limit_opt", "R_softmax_ref", "R_linear_ref", "R_ridge", "gap", "gap_rel",
          "gap_L", "softmax_excess_L", "linear_excess_L")
@@ -54,7 +55,7 @@ def per_L(tables: list[pd.DataFrame], names: list[str]) -> pd.DataFrame:
 
 def aggregate(tables: list[pd.DataFrame], seed_metrics: list[dict], names: list[str], noise: float,
               gap_constant: float | None = None) -> dict:
-    """The criteria's metrics across replicates: :func:`softlin.claims.c5_eval.claim_metrics` of the
+    """The criteria's metrics across replicates: :func:`softlin.claims.c5_summary.claim_metrics` of the
     mean risk table with the delete-one jackknife over replicates; convergence and C5d counts summed
     over replicates (exact); each replicate's own headline numbers under ``per_replicate``."""
     R = risk_tables(tables)
