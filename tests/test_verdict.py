@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from softlin import verdict
+from softlin import verdict, verdict_report
 from softlin.io import write_text
 
 ROOT = Path(__file__).parents[1]
@@ -201,7 +201,7 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
                "all": [{"measured": "x", "op": "<", "value": 1}]}]
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
-    vs = verdict.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1}, vars(out), checks=checks)  # plain paths
+    vs = verdict_report.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1}, vars(out), checks=checks)  # plain paths
     assert [v["status"] for v in vs] == ["PASS", "FAIL"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "v.html", "v.json", "v.md"]  # no temporaries
     saved = json.loads(out.json.read_text())
@@ -222,14 +222,14 @@ def test_publish_without_checks_writes_an_empty_consistency_list(tmp_path):
     """(Also the older call form: an object with the paths as attributes, e.g. a rule's output.)"""
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
-    verdict.publish("c9", "t", [{"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}],
+    verdict_report.publish("c9", "t", [{"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}],
                     {"x": 0, "x_se": "exact"}, out)
     assert json.loads(out.consistency.read_text()) == []
 
 
 def test_publish_needs_the_three_paths(tmp_path):
     with pytest.raises(ValueError, match="html"):
-        verdict.publish("c9", "t", [], {}, {"json": tmp_path / "v.json", "md": tmp_path / "v.md"})
+        verdict_report.publish("c9", "t", [], {}, {"json": tmp_path / "v.json", "md": tmp_path / "v.md"})
 
 
 def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
@@ -337,12 +337,12 @@ def test_overview_table_counts_claims_only():
             {"id": "A2", "statement": "s", "all": [{"measured": "a.b.x", "op": ">", "value": 0.7}]}]
     claims = {"c8": [verdict.evaluate(c, {"a": {"b": {"x": 0.5, "x_se": 0.1}}}) for c in crit],
               "c9": [verdict.evaluate(crit[0], {"a": {"b": {"x": 2.0, "x_se": "exact"}}})]}
-    md = verdict.overview_markdown(claims)
+    md = verdict_report.overview_markdown(claims)
     assert "| C8 | A1 | **PASS** | b.x = 0.5 +/- 0.1 | `a.b.x < 1` |" in md
     assert "| C8 | A2 | **FAIL** | b.x = 0.5 +/- 0.1 [fails] | `a.b.x > 0.7` |" in md
     assert "| C9 | A1 | **FAIL** | b.x = 2 (exact) [fails] | `a.b.x < 1` |" in md
     assert "C8: 1 PASS, 1 FAIL, 0 INCONCLUSIVE; C9: 0 PASS, 1 FAIL, 0 INCONCLUSIVE" in md
-    rst = verdict.overview_rst(claims)
+    rst = verdict_report.overview_rst(claims)
     assert rst.count("   * - C8") == 2 and rst.count("   * - C9") == 1
 
 

@@ -117,14 +117,14 @@ def outcome(expected: dict, rules: list[dict], block: dict) -> tuple[int, list[d
     (``{id: status}``; ``rules``: the config's criteria and consistency checks) evaluated with the
     point-estimate rule (``z = 0``) on ``block`` (:func:`seed_log_metrics`).  Returns (number of
     statuses that differ from ``expected``, one row ``{id, expected, ours, measured}`` each)."""
-    from .. import verdict
+    from .. import verdict, verdict_report
 
     by_id = {c["id"]: c for c in rules}
     rows = []
     for cid, want in expected.items():
         v = verdict.evaluate(by_id[cid], block, z=0)
         rows.append(dict(id=cid, expected=want, ours=v["status"],
-                         measured="; ".join(verdict.fmt_test(r) for r in v["tests"] + v["preconditions"])))
+                         measured="; ".join(verdict_report.fmt_test(r) for r in v["tests"] + v["preconditions"])))
     return sum(r["expected"] != r["ours"] for r in rows), rows
 
 

@@ -1,6 +1,6 @@
 """C1 rule c1_verdict: predeclared criteria on the C1 metrics, and the task blocks an undecided
 test would need."""
-from softlin import verdict
+from softlin import verdict, verdict_report
 from softlin.claims import curves
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -14,5 +14,5 @@ need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria],
                      lambda path: (n_blocks, "task blocks"))
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} task blocks (now {r['n']})")
-verdict.publish("c1", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c1", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra_md=curves.SE_NOTE + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)

@@ -1,6 +1,6 @@
 """C2 rule c2_verdict: predeclared criteria on the C2 metrics, and the replication an undecided
 test would need."""
-from softlin import verdict
+from softlin import verdict, verdict_report
 from softlin.claims import curves
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -30,5 +30,5 @@ TRAJ_NOTE = (
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
-verdict.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra_md=curves.SE_NOTE + TRAJ_NOTE + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)

@@ -2,7 +2,7 @@
 outcome under its own rule among them, read from the seed log's seeds only)."""
 import pandas as pd
 
-from softlin import verdict
+from softlin import verdict, verdict_report
 from softlin.claims import c3_notes, seedlog
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -17,5 +17,5 @@ if p.compare_seed_log:
 else:  # another protocol than the seed log's: nothing to compare with
     checks = [c for c in checks if not any(t["measured"].startswith("seed_log.") for t in c["all"])]
 notes = c3_notes.notes_markdown([verdict.evaluate(c, metrics, p.z) for c in criteria], metrics, p.z)
-verdict.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
+verdict_report.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
                 dict(snakemake.output.items()), notes + extra, log=log, checks=checks, z=p.z)  # noqa: F821

@@ -1,7 +1,7 @@
 """C4 rule c4_verdict: criterion C4c and the consistency checks, with the boundary, alpha and n_tasks tables."""
 import pandas as pd
 
-from softlin import verdict
+from softlin import verdict_report
 from softlin.claims import c4
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -15,5 +15,5 @@ extra = "\n".join([c4.boundary_md(metrics["settings"], p.protocol["alpha_boundar
                    c4.alpha_table_md(pd.read_csv(snakemake.input.alpha).to_dict("records")),  # noqa: F821
                    c4.ntasks_md(metrics["settings"], band, p.z)])
 title = f"tractable infinite-prompt dynamics (preset {p.preset})"
-verdict.publish("c4", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c4", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log, checks=list(p.checks), z=p.z)

@@ -1,5 +1,5 @@
 """C5 rule c5_replicates_verdict: the criteria read with the standard errors across replicates."""
-from softlin import verdict
+from softlin import verdict_report
 from softlin.claims import c5_report
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -42,5 +42,5 @@ extra = (f"**{n} independent replicates** (training stream, initialisation with 
          + (f" (unconverged: {', '.join(metrics['convergence']['unconverged']) or 'none'}; undecided: "
             f"{', '.join(metrics['convergence']['undecided']) or 'none'})" if metrics['convergence']['n_unconverged'] else "")
          + ".\n")
-verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log, checks=list(p.checks), z=p.z)

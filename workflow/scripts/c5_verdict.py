@@ -1,5 +1,5 @@
 """C5 rule c5_verdict: the criteria on one run's metrics (test-sampling standard errors)."""
-from softlin import verdict
+from softlin import verdict_report
 from softlin.claims import c5_report
 from softlin.io import load_json
 from softlin.progress import Progress
@@ -36,5 +36,5 @@ extra = (f"**One replicate** ({seeds}). The standard errors here are test-sampli
          "U = blockdiag(a P*(L), 0), v = c e_D; init seed: the restart kept, by the lowest end training loss, "
          "when c5.restarts > 1):\n\n"
          + c5_report.convergence_table(metrics["convergence"]))
-verdict.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
                 extra, log=log, checks=list(p.checks), z=p.z)

@@ -4,7 +4,7 @@ from pathlib import Path
 import symbolic
 from softlin.io import write_text
 from softlin.progress import Progress
-from softlin.verdict import markdown_to_html
+from softlin.verdict_report import markdown_to_html
 
 log = Progress(snakemake.log[0], "symbolic")  # noqa: F821
 outdir = Path(snakemake.output.md[0]).parent  # noqa: F821

@@ -1,10 +1,10 @@
 """Rule verdict_overview: the table of every verdict of C1-C5, as Markdown and reStructuredText."""
-from softlin import verdict
+from softlin import verdict_report
 from softlin.io import load_json, write_text
 from softlin.progress import Progress
 
 log = Progress(snakemake.log[0], "verdict overview")  # noqa: F821
 claims = {c: load_json(f) for c, f in zip(snakemake.params.claims, snakemake.input.verdicts)}  # noqa: F821
-write_text(snakemake.output.md, verdict.overview_markdown(claims))  # noqa: F821
-write_text(snakemake.output.rst, verdict.overview_rst(claims))  # noqa: F821
+write_text(snakemake.output.md, verdict_report.overview_markdown(claims))  # noqa: F821
+write_text(snakemake.output.rst, verdict_report.overview_rst(claims))  # noqa: F821
 log(f"{sum(len(v) for v in claims.values())} criteria of {len(claims)} claims")
