@@ -25,6 +25,37 @@ def spd(rng, d):
     return X @ X.T / d + 0.5 * np.eye(d)
 
 
+def gamma_w_np(S, w):
+    """``Gamma_w = [[S, S w], [w^T S, w^T S w]]`` in numpy (an independent reference); (d+1, d+1)."""
+    top = np.concatenate([S, (S @ w)[:, None]], axis=1)
+    bot = np.concatenate([w @ S, [w @ S @ w]])[None, :]
+    return np.concatenate([top, bot], axis=0)
+
+
+def fd_grad(fun, x, h=1e-6):
+    """Central finite differences of a scalar ``fun`` at ``x`` (any shape), step ``h``."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (fun(x + e) - fun(x - e)) / (2 * h)
+    return g
+
+
+def gauss_hermite_2d(n_nodes=60):
+    """2-d Gauss-Hermite (probabilists') nodes and weights for E f(g), g ~ N(0, I_2)."""
+    g, wts = np.polynomial.hermite_e.hermegauss(n_nodes)
+    G = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
+    return G, np.outer(wts, wts).ravel() / (2 * np.pi)
+
+
+def softmax_predict_np(U, v, Z, zq):
+    """One softmax-attention prediction ``v^T sum_l softmax_l(z_l^T U z_q) z_l`` in numpy; Z (L, D)."""
+    s = Z @ U @ zq
+    p = np.exp(s - s.max())
+    return v @ ((p / p.sum()) @ Z)
+
+
 def tree_allclose(a, b, rtol=1e-12, atol=0.0):
     """Leaf-wise ``|a - b| <= atol + rtol * scale``, ``scale = max |b|`` over the whole tree.
 
