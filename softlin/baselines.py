@@ -12,17 +12,15 @@ from __future__ import annotations
 from . import models
 from ._jax import jnp
 
-_FNS: dict = {}
-
 
 def _fn(name: str):
-    """The lambdified S6 result ``name`` (jax backend, batched over prompts), built once per process."""
-    if name not in _FNS:
-        from symbolic import export as E
-        _FNS.update(bayes=E.bayes_fns("jax"), gd=E.gd_predict_fn("jax"), gamma=E.gamma_w_noisy_fn("jax"),
-                    opt=E.limit_optimum_predict_fn("jax"), gd_risk=E.gd_risk_fn(), opt_risk=E.limit_optimum_risk_fn(),
-                    class_risk=E.linear_class_risk_fn(), class_P=E.linear_class_precond_fn())
-    return _FNS[name]
+    """The lambdified S6 result ``name`` (jax backend, batched over prompts; each built once per process)."""
+    from symbolic.export import s6
+
+    return {"bayes": lambda: s6.bayes_fns("jax"), "gd": lambda: s6.gd_predict_fn("jax"),
+            "gamma": lambda: s6.gamma_w_noisy_fn("jax"), "opt": lambda: s6.limit_optimum_predict_fn("jax"),
+            "gd_risk": s6.gd_risk_fn, "opt_risk": s6.limit_optimum_risk_fn,
+            "class_risk": s6.linear_class_risk_fn, "class_P": s6.linear_class_precond_fn}[name]()
 
 
 def ridge_predict(G, zq, L, noise_var: float, w_var: float):

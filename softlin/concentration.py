@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import models, params
+from . import models, params, population
 from ._jax import jax, jnp
 from .fused import softmax_moments
 from .params import Params
@@ -34,7 +34,7 @@ BLOCK_SEED_STRIDE = 7919  # block b of a run with seed s uses seed s + BLOCK_SEE
 # --------------------------------------------------------------------------- probes
 def lambda_beta(A, sigma) -> tuple[float, float]:
     """``(lambda_max(M), beta)`` of docs/maths.md#threshold from the symbolic module (S5)."""
-    from symbolic.export import beta_fn, threshold_M
+    from symbolic.export.s5 import beta_fn, threshold_M
 
     lam = threshold_M(A, sigma)
     return lam, beta_fn()(lam)
@@ -70,7 +70,7 @@ def star_scales(sigma, targets) -> tuple[Params, list[float]]:
     """``theta*`` (Remark 5.2) and, per target, the scale ``s`` with ``lambda_max(M) = target`` at
     ``A = s A*`` (``M`` scales as ``s^2``): the scaled ``theta*`` of C1 and of C2's sweep."""
     s = check_sigma(sigma)
-    star = params.bayes_optimum(s)
+    star = population.bayes_optimum(s)
     lam_star, _ = lambda_beta(star.U[: s.shape[0], : s.shape[0]], s)
     return star, [float(np.sqrt(target / lam_star)) for target in targets]
 

@@ -21,7 +21,7 @@ import numpy as np
 from ._jax import jax, jnp
 from .fused import softmax_moments
 from .params import Params
-from .tasks import Tasks, check_sigma
+from .tasks import Tasks
 
 MODELS = ("softmax", "linear", "limit")
 
@@ -116,7 +116,7 @@ def model_data(model: str, tasks: Tasks, L=None):
     return MomentData(G, query_tokens(tasks), jnp.asarray(tasks.yq))
 
 
-def _check_params(params: Params, d: int) -> Params:
+def check_params(params: Params, d: int) -> Params:
     U, v = jnp.asarray(params.U), jnp.asarray(params.v)
     if U.shape != (d + 1, d + 1) or v.shape != (d + 1,):
         raise ValueError(f"params must have U ({d + 1}, {d + 1}) and v ({d + 1},), "
@@ -307,13 +307,13 @@ _vg_jit = jax.jit(lambda model, p, data: VALUE_AND_GRAD[model](p, data), static_
 def predict(model: str, params: Params, tasks: Tasks, L=None) -> jax.Array:
     """Predictions of ``model`` in {"softmax", "linear", "limit"} at prompt length L; (n_tasks, n_query)."""
     data = model_data(model, tasks, L)
-    return _predict_jit(model, _check_params(params, tasks.d), data)
+    return _predict_jit(model, check_params(params, tasks.d), data)
 
 
 def risk(model: str, params: Params, tasks: Tasks, L=None) -> jax.Array:
     """Empirical risk ``mean over tasks and queries of 1/2 (f - y_q)^2``; scalar."""
     data = model_data(model, tasks, L)
-    return _risk_jit(model, _check_params(params, tasks.d), data)
+    return _risk_jit(model, check_params(params, tasks.d), data)
 
 
 def risk_of(model: str, params: Params, data) -> jax.Array:
@@ -326,38 +326,9 @@ def risk_of(model: str, params: Params, data) -> jax.Array:
 def risk_and_grad(model: str, params: Params, tasks: Tasks, L=None):
     """(empirical risk, its gradient as Params)."""
     data = model_data(model, tasks, L)
-    return _vg_jit(model, _check_params(params, tasks.d), data)
+    return _vg_jit(model, check_params(params, tasks.d), data)
 
 
 def grad(model: str, params: Params, tasks: Tasks, L=None) -> Params:
     """Gradient of :func:`risk` with respect to ``(U, v)``."""
     return risk_and_grad(model, params, tasks, L)[1]
-
-
-# --------------------------------------------------------------------------- population risk
-def _population_risk_expr():
-    from symbolic.export import population_risk_fn
-
-    return population_risk_fn(backend="jax")
-
-
-_POP = {}
-
-
-def population_risk_kernel(params: Params, sigma) -> jax.Array:
-    """Closed-form ``E_{w, x_q} 1/2 (v^T Gamma_w U z_q - w^T x_q)^2`` (symbolic S2); jax-traceable."""
-    if "f" not in _POP:
-        _POP["f"] = _population_risk_expr()
-    return _POP["f"](params.U, params.v, sigma)
-
-
-def population_value_and_grad(params: Params, sigma):
-    """(population risk, gradient) of the limit model, from the S2 closed form."""
-    return jax.value_and_grad(population_risk_kernel)(params, sigma)
-
-
-def population_risk(params: Params, sigma) -> jax.Array:
-    """Population risk of ``linear(inf)`` for any ``(U, v)``, from the symbolic closed form (S2)."""
-    s = check_sigma(sigma)
-    p = _check_params(params, s.shape[0])
-    return jax.jit(population_risk_kernel)(p, jnp.asarray(s))

@@ -1,4 +1,4 @@
-"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation and Remark 5.2 optimum."""
+"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation (the optimum theta* is softlin.population.bayes_optimum)."""
 
 from __future__ import annotations
 
@@ -32,16 +32,6 @@ def init_eq9(sigma, alpha: float | None = None) -> Params:
     U[:d, :d] = alpha * np.eye(d) / np.sqrt(d)
     v = np.zeros(d + 1)
     v[d] = alpha
-    return Params(U, v)
-
-
-def bayes_optimum(sigma) -> Params:
-    """Remark 5.2: ``U* = blockdiag(Sigma^{-1} / c, 0)``, ``v* = c e_{d+1}``, ``c = tr(Sigma^{-2})^{1/4}``, the
-    optimum solved for by sympy (symbolic S2, lambdified)."""
-    from symbolic.export import bayes_optimum_fn
-
-    s = check_sigma(sigma)
-    U, v = bayes_optimum_fn()(s)
     return Params(U, v)
 
 

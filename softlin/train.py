@@ -16,9 +16,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
-from .models import VALUE_AND_GRAD, VALUE_AND_GRAD_SEED_ORDER, _check_params, model_data, population_value_and_grad
+from .models import VALUE_AND_GRAD, VALUE_AND_GRAD_SEED_ORDER, check_params, model_data
 from .params import Params
-from .tasks import Tasks, check_sigma
+from .tasks import Tasks
 
 CONVENTIONS = ("standard", "seed")
 
@@ -65,7 +65,8 @@ def _check_schedule(lr, steps, record_every, convention):
     return steps // record_every + 1
 
 
-def _run(vg, data, params0, lr, steps, record_every, convention) -> Trajectory:
+def run_descent(vg, data, params0, lr, steps, record_every, convention) -> Trajectory:
+    """:func:`descend` with the value-and-grad ``vg`` on ``data`` after the schedule's checks; numpy steps."""
     n_rec = _check_schedule(lr, steps, record_every, convention)
     rec, losses, final = descend(vg, data, params0, jnp.float64(lr), n_rec, int(record_every),
                                  convention == "seed")
@@ -87,17 +88,9 @@ def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: floa
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     data = model_data(model, tasks, L)
-    p0 = _check_params(params0, tasks.d)
+    p0 = check_params(params0, tasks.d)
     vg = (VALUE_AND_GRAD if reduction == "pairs" else VALUE_AND_GRAD_SEED_ORDER)[model]
-    return _run(vg, data, p0, lr, steps, record_every, convention)
-
-
-def population_gradient_descent(params0: Params, sigma, lr: float = 0.01, *, steps: int,
-                                record_every: int, convention: str = "standard") -> Trajectory:
-    """Gradient descent on the closed-form population risk of ``linear(inf)`` (S2)."""
-    s = check_sigma(sigma)
-    p0 = _check_params(params0, s.shape[0])
-    return _run(population_value_and_grad, jnp.asarray(s), p0, lr, steps, record_every, convention)
+    return run_descent(vg, data, p0, lr, steps, record_every, convention)
 
 
 # --------------------------------------------------------------------------- npz form

@@ -1,4 +1,4 @@
-"""Derivation record, registry of S1..S5, and text / Markdown / JSON rendering."""
+"""Derivation record, registry of S1..S7, and text / Markdown / JSON rendering."""
 from __future__ import annotations
 
 import functools
@@ -13,17 +13,23 @@ from . import cache
 from .files import write_text
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
-# the modules that register S1..S7 (imported on first use by register_all)
-DERIVATION_MODULES = ("s1_tilt", "s2_population", "s3_parity", "s4_euler", "s5_threshold", "s6_baselines",
-                      "s7_first_order")
+# the module that registers each derivation (imported on first use: by get, that one only)
+DERIVATION_MODULES = {"S1": "s1_tilt", "S2": "s2_population", "S3": "s3_parity", "S4": "s4_euler",
+                      "S5": "s5_threshold", "S6": "s6_baselines", "S7": "s7_first_order"}
 
 
 def register_all() -> None:
     """Import every derivation module (each registers itself in DERIVATIONS)."""
+    for did in DERIVATION_MODULES:
+        _register(did)
+
+
+def _register(did: str) -> None:
     import importlib
 
-    for name in DERIVATION_MODULES:
-        importlib.import_module(f"{__package__}.{name}")
+    if did not in DERIVATION_MODULES:
+        raise KeyError(f"no derivation {did!r}; known: {', '.join(DERIVATION_MODULES)}")
+    importlib.import_module(f"{__package__}.{DERIVATION_MODULES[did]}")
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ def register(did: str, version: str, title: str):
 def get(did: str, fresh: bool = False) -> Derivation:
     """The (cached) derivation with id `did`."""
     if did not in DERIVATIONS:
-        register_all()
+        _register(did)  # its module imports the derivations it reads (so code inputs follow imports)
     return DERIVATIONS[did](fresh=fresh)
 
 

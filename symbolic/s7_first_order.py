@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from . import s5_threshold  # noqa: F401  (S7 reads S5's results through core.get)
 from .core import Derivation, register
 from .s1_tilt import d, n, tilt_at
 from .s6_baselines import L, Sp, Sq, s2, wv

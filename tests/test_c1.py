@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from softlin import concentration as conc
-from softlin import metrics, models, params
+from softlin import metrics, models, params, population
 from softlin import tasks as T
 from softlin.params import Params
 
@@ -65,7 +65,7 @@ def test_rms_over_blocks_se_matches_spread():
 def test_fused_softmax_output_equals_models_predict():
     sigma = np.eye(3)
     tk = T.sample(5, 3, sigma, 3, 4, 50)
-    p = params.bayes_optimum(sigma)
+    p = population.bayes_optimum(sigma)
     data = models.prompt_data(tk, 50)
     for L in (1, 7, 50):
         a = conc.softmax_output(Params(np.asarray(p.U), np.asarray(p.v)), models.with_length(data, L))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from softlin import concentration as conc
-from softlin import metrics, models, params
+from softlin import metrics, models, population
 from softlin import tasks as T
 from softlin.claims import c2
 from softlin.params import Params
@@ -14,7 +14,7 @@ def test_grad_gap_matches_autodiff_oracle():
     import jax
     sigma = np.diag([2.0, 1.0, 0.5])
     tk = T.sample(9, 3, sigma, 3, 2, 40)
-    p = params.bayes_optimum(sigma)
+    p = population.bayes_optimum(sigma)
     p = Params(0.8 * p.U, p.v)
     Ls = [5, 40]
     diff = conc.grad_gaps([p], tk, Ls)[0]
@@ -57,7 +57,7 @@ def test_sweep_probes_hit_target_lambda():
         root = np.sqrt(sigma)
         assert np.linalg.eigvalsh(root @ A @ sigma @ A @ root).max() == pytest.approx(target, rel=1e-10)
         assert pr["beta"] == pytest.approx(min(0.5, 1 / (4 * target)))
-        assert pr["v"] == params.bayes_optimum(sigma).v.tolist()
+        assert pr["v"] == population.bayes_optimum(sigma).v.tolist()
 
 
 # --------------------------------------------------------------------------- per-query gap (issue #12)
@@ -75,7 +75,7 @@ def test_per_query_gaps_vs_autodiff_of_the_naive_loss():
     import jax.numpy as jnp
     sigma = np.diag([2.0, 1.0, 0.5])
     tk = T.sample(21, 3, sigma, 3, 2, 40)
-    star = params.bayes_optimum(sigma)
+    star = population.bayes_optimum(sigma)
     rng = np.random.default_rng(3)
     plist = [Params(0.8 * star.U, star.v), Params(star.U + 0.2 * rng.normal(size=(4, 4)), star.v + 0.2 * rng.normal(size=4))]
     Ls = [5, 40]
@@ -144,7 +144,7 @@ def test_pair_blocks_partition_the_pairs_and_average_to_the_pooled_gap():
     for b in blocks:
         np.testing.assert_array_equal(b.w[b.n_pairs:], -b.w[:b.n_pairs])       # partners kept together
         np.testing.assert_array_equal(b.x[b.n_pairs:], b.x[:b.n_pairs])
-    star = params.bayes_optimum(sigma)
+    star = population.bayes_optimum(sigma)
     plist = [Params(0.9 * star.U, star.v), Params(1.2 * star.U, 0.8 * star.v)]
     Ls = [8, 64]
     mean = np.mean([conc.grad_gaps(plist, b, Ls) for b in blocks], axis=0)

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from scipy.integrate import solve_ivp
 
-from softlin import metrics, params, verdict
+from softlin import metrics, params, population, verdict
 from softlin.claims import c4
 
 ROOT = Path(__file__).parents[1]
@@ -111,7 +111,7 @@ def test_reduced_risk_by_hand():
     """R(A, b) = 1/2 tr((b S A - I) S (b S A - I)^T): tr(S)/2 at the origin, 0 at theta*, and by hand
     at a diagonal point for S = diag(2, 1, 0.5): 1/2 sum_i s_i (b a_i s_i - 1)^2."""
     assert c4.reduced_risk(np.zeros((3, 3)), 0.0, SIGMA) == pytest.approx(np.trace(SIGMA) / 2)
-    A, b = c4.block_of(params.bayes_optimum(SIGMA))
+    A, b = c4.block_of(population.bayes_optimum(SIGMA))
     assert abs(c4.reduced_risk(A, b, SIGMA)) < 1e-24
     s, a = np.array([2.0, 1.0, 0.5]), np.array([0.3, -0.2, 0.7])
     assert c4.reduced_risk(np.diag(a), 1.5, np.diag(s)) == pytest.approx(0.5 * np.sum(s * (1.5 * a * s - 1) ** 2))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from softlin import models, train
+from softlin import models, population, train
 from softlin import params as P
 from softlin import tasks as T
 from softlin.params import Params
@@ -45,7 +45,7 @@ def test_bad_sigma(sigma, match):
         with pytest.raises(ValueError, match=match):
             P.init_eq9(sigma)
         with pytest.raises(ValueError, match=match):
-            P.bayes_optimum(sigma)
+            population.bayes_optimum(sigma)
 
 
 @pytest.mark.parametrize("kw,match", [

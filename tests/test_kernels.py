@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from softlin import fused, metrics, models
+from softlin import fused, metrics, models, population
 from softlin import numpy_reference as ref
 from softlin import params as P
 from softlin import tasks as T
@@ -100,7 +100,7 @@ def test_init_and_optimum_vs_reference(sigma, alpha):
     tree_allclose(p0, (U0, v0), rtol=1e-15)
     assert abs(p0.v[-1] - alpha) < 5e-5  # the alpha printed in docs/maths.md#training
     assert abs(np.linalg.norm(p0.U[:3, :3]) - p0.v[-1]) < 1e-15  # ||Theta Theta^T||_F = 1
-    ps = P.bayes_optimum(sigma)
+    ps = population.bayes_optimum(sigma)
     tree_allclose(ps, ref.bayes_optimum(sigma), rtol=1e-15)
     assert abs(np.linalg.norm(ps.U) - np.linalg.norm(ps.v)) < 1e-14  # balanced
 

@@ -1,13 +1,13 @@
-"""The public population API (``models.population_risk``, ``params.bayes_optimum``,
-``train.population_gradient_descent``) against independent sources: a Monte-Carlo estimate written
+"""The public population API (``population.population_risk``, ``params.bayes_optimum``,
+``population.population_gradient_descent``) against independent sources: a Monte-Carlo estimate written
 here in plain numpy, the sympy solution of S2, and a numpy loop on S2's derived gradient."""
 import numpy as np
 import pytest
 
-from softlin import models, train
 from softlin import params as P
+from softlin import population
 from softlin.params import Params
-from symbolic import export as E
+from symbolic.export import s2
 
 from helpers import random_params, spd, tree_allclose
 
@@ -37,7 +37,7 @@ def test_population_risk_vs_monte_carlo_dense_params(rng, d):
     """Dense (not block-structured) parameters: the closed form lies within 4 s.e. of 400 000 samples."""
     S = spd(rng, d)
     p = random_params(rng, d, scale=0.5)
-    R = float(models.population_risk(p, S))
+    R = float(population.population_risk(p, S))
     mc, se = mc_population_risk(np.asarray(p.U), np.asarray(p.v), S, 400_000, rng)
     assert abs(R - mc) < 4 * se, (R, mc, se)
     assert se < 0.02 * mc  # the check has teeth: the MC estimate is precise to 2 %
@@ -48,14 +48,14 @@ def test_bayes_optimum_is_the_s2_solution(name):
     """``params.bayes_optimum`` equals the optimum sympy solved for (S2), and is a zero of the risk and its gradient
     (S2's closed forms, and independently a plain-numpy Monte Carlo with finite differences)."""
     S = SIGMAS[name]
-    ps = P.bayes_optimum(S)
-    U_sym, v_sym = E.bayes_optimum_fn()(S)
+    ps = population.bayes_optimum(S)
+    U_sym, v_sym = s2.bayes_optimum_fn()(S)
     tree_allclose(ps, Params(U_sym, v_sym), rtol=1e-13)
-    assert abs(float(models.population_risk(ps, S))) < 1e-13
-    R, g = models.population_value_and_grad(Params(*map(np.asarray, ps)), S)
+    assert abs(float(population.population_risk(ps, S))) < 1e-13
+    R, g = population.population_value_and_grad(Params(*map(np.asarray, ps)), S)
     assert max(np.max(np.abs(g.U)), np.max(np.abs(g.v))) < 1e-12
     # S2's own matrix-form gradient (derived by sympy, lambdified to numpy) agrees
-    gU, gv = E.population_risk_grad_fn()(ps.U, ps.v, S)
+    gU, gv = s2.population_risk_grad_fn()(ps.U, ps.v, S)
     assert max(np.max(np.abs(gU)), np.max(np.abs(gv))) < 1e-12
     # independent of S2: the plain-numpy Monte Carlo sees a zero residual sample by sample (R = 0), and its
     # central finite differences along random directions vanish (zero gradient)
@@ -75,9 +75,9 @@ def test_population_gradient_descent_vs_numpy_loop_on_s2_gradient(convention):
     """The compiled population GD equals a plain loop on the numpy-lambdified S2 gradient (not JAX autodiff)."""
     S = SIGMAS["nondiagonal-d4"]
     lr, steps, every = 0.02, 60, 20
-    traj = train.population_gradient_descent(P.init_eq9(S), S, lr=lr, steps=steps, record_every=every,
+    traj = population.population_gradient_descent(P.init_eq9(S), S, lr=lr, steps=steps, record_every=every,
                                              convention=convention)
-    grad, risk = E.population_risk_grad_fn(), E.population_risk_fn()
+    grad, risk = s2.population_risk_grad_fn(), s2.population_risk_fn()
     U, v = (np.array(a, dtype=np.float64) for a in P.init_eq9(S))
     rec, losses = [], []
     n_updates = steps + (convention == "seed")

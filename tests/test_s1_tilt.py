@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from symbolic import export as E
+from symbolic.export import s1
 
 from helpers import gauss_hermite_2d, spd
 
@@ -11,7 +11,7 @@ from helpers import gauss_hermite_2d, spd
 def test_s1_tilt_against_quadrature():
     """log M(a), tilted mean and covariance of N(mu, Gamma): scipy quad at d = 1, Gauss-Hermite at d = 2."""
     from scipy import integrate
-    tf = E.tilt_fns()
+    tf = s1.tilt_fns()
     m, s, t = 0.3, 1.4, 0.7
 
     def dens(x):
@@ -47,7 +47,7 @@ def test_s1_tilted_mean_monte_carlo_d3():
     p /= p.sum()
     est = p @ Z
     se = np.sqrt(np.sum(p[:, None] ** 2 * (Z - est) ** 2, axis=0))     # delta-method SE of a ratio estimator
-    assert np.all(np.abs(est - E.tilt_fns()["tilted_mean"](a, mu, Gam)) < 5 * se)
+    assert np.all(np.abs(est - s1.tilt_fns()["tilted_mean"](a, mu, Gam)) < 5 * se)
 
 
 @pytest.mark.parametrize("d", [3, 4])
@@ -60,7 +60,7 @@ def test_s1_kernel_linear_inf_equals_lambdified(d):
     tk = tasks.sample(5 + d, d, S, n_pairs=3, n_query=4, l_max=2)
     U, v = rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1)
     kern = np.asarray(models.predict("limit", Params(U, v), tk))
-    f = E.limit_predictor_fn()
+    f = s1.limit_predictor_fn()
     lam = np.array([[f(U, v, S, tk.w[i], tk.xq[i, q]) for q in range(tk.xq.shape[1])] for i in range(tk.n_tasks)])
     assert np.allclose(kern, lam, rtol=1e-12, atol=1e-12 * np.abs(lam).max())
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from softlin.numpy_reference import sqrtm_sym as sqrtm  # the independent reference's Sigma^(1/2)
-from symbolic import export as E
+from symbolic.export import s1, s2
 
 from helpers import fd_grad, gamma_w_np, spd
 
@@ -26,7 +26,7 @@ def test_population_risk_vs_monte_carlo(d):
     f = top @ v[:d] + bot * v[d]
     loss = 0.5 * (f - np.einsum("ni,ni->n", W, Xq)) ** 2
     mc, se = loss.mean(), loss.std() / np.sqrt(n)
-    R = E.population_risk_fn()(U, v, S)
+    R = s2.population_risk_fn()(U, v, S)
     assert abs(R - mc) < 5 * se, (R, mc, se)
     # a one-sample spot check of the predictor against an explicit Gamma_w
     assert np.isclose(f[0], v @ gamma_w_np(S, W[0]) @ U @ np.r_[Xq[0], 0], rtol=1e-12)
@@ -37,8 +37,8 @@ def test_limit_predictor(jax_x64):
     d = 3
     S, U, v, w, xq = spd(rng, d), rng.normal(size=(4, 4)), rng.normal(size=4), rng.normal(size=d), rng.normal(size=d)
     ref = v @ gamma_w_np(S, w) @ U @ np.r_[xq, 0]
-    assert abs(E.limit_predictor_fn()(U, v, S, w, xq) - ref) < 1e-12
-    assert abs(float(E.limit_predictor_fn("jax")(U, v, S, w, xq)) - ref) < 1e-12
+    assert abs(s1.limit_predictor_fn()(U, v, S, w, xq) - ref) < 1e-12
+    assert abs(float(s1.limit_predictor_fn("jax")(U, v, S, w, xq)) - ref) < 1e-12
     # softmax(L) -> linear(inf) at large L (small scores)
     L = 400_000
     Uc = 0.3 * U
@@ -48,7 +48,7 @@ def test_limit_predictor(jax_x64):
     p = np.exp(s - s.max())
     p /= p.sum()
     f_soft = v @ (p @ Z)
-    assert abs(f_soft - E.limit_predictor_fn()(Uc, v, S, w, xq)) < 0.05 * (1 + abs(f_soft))
+    assert abs(f_soft - s1.limit_predictor_fn()(Uc, v, S, w, xq)) < 0.05 * (1 + abs(f_soft))
 
 
 def test_risk_backends_and_gradient(jax_x64):
@@ -56,9 +56,9 @@ def test_risk_backends_and_gradient(jax_x64):
     rng = np.random.default_rng(3)
     for d in (2, 4):
         S, U, v = spd(rng, d), rng.normal(size=(d + 1, d + 1)), rng.normal(size=d + 1)
-        rn, rj = E.population_risk_fn("numpy"), E.population_risk_fn("jax")
+        rn, rj = s2.population_risk_fn("numpy"), s2.population_risk_fn("jax")
         assert abs(rn(U, v, S) - float(rj(U, v, S))) < 1e-12 * max(1, abs(rn(U, v, S)))
-        gU, gv = E.population_risk_grad_fn()(U, v, S)
+        gU, gv = s2.population_risk_grad_fn()(U, v, S)
         jgU, jgv = jax.jit(jax.grad(rj, argnums=(0, 1)))(U, v, S)
         assert np.allclose(gU, jgU, rtol=1e-10, atol=1e-10) and np.allclose(gv, jgv, rtol=1e-10, atol=1e-10)
         assert np.allclose(gU, fd_grad(lambda X: rn(X, v, S), U), rtol=1e-5, atol=1e-5)
@@ -69,8 +69,8 @@ def test_reduced_risk_and_flow():
     rng = np.random.default_rng(5)
     d = 3
     S, A, b = spd(rng, d), rng.normal(size=(d, d)), 0.8
-    Rr = E.reduced_risk_fn()
-    dA, db = E.reduced_flow_fn()(A, b, S)
+    Rr = s2.reduced_risk_fn()
+    dA, db = s2.reduced_flow_fn()(A, b, S)
     assert np.allclose(dA, -fd_grad(lambda X: Rr(X, b, S), A), atol=1e-6)
     assert np.isclose(db, -(Rr(A, b + 1e-6, S) - Rr(A, b - 1e-6, S)) / 2e-6, atol=1e-6)
     M = b * S @ A - np.eye(d)
@@ -78,9 +78,9 @@ def test_reduced_risk_and_flow():
     U = np.zeros((d + 1, d + 1))
     U[:d, :d], U[d, d] = A, 0.37
     v = np.r_[np.zeros(d), b]
-    assert np.isclose(Rr(A, b, S), E.population_risk_fn()(U, v, S), rtol=1e-12)
+    assert np.isclose(Rr(A, b, S), s2.population_risk_fn()(U, v, S), rtol=1e-12)
     # reduced flow == full gradient flow restricted to the blocks; off-block gradient is 0
-    gU, gv = E.population_risk_grad_fn()(U, v, S)
+    gU, gv = s2.population_risk_grad_fn()(U, v, S)
     assert np.allclose(-gU[:d, :d], dA, atol=1e-12) and np.isclose(-gv[d], db, atol=1e-12)
     assert np.allclose(gU[d, :d], 0, atol=1e-12) and np.allclose(gU[:d, d], 0) and np.allclose(gv[:d], 0, atol=1e-12)
 
@@ -93,7 +93,7 @@ def test_bayes_optimum():
     sigmas = [np.eye(3), np.diag([2.0, 1.0, 0.5]), spd(rng, 4), spd(rng, 2)]
     for S in sigmas:
         d = S.shape[0]
-        U, v = E.bayes_optimum_fn()(S)
+        U, v = s2.bayes_optimum_fn()(S)
         c = np.trace(np.linalg.matrix_power(np.linalg.inv(S), 2)) ** 0.25
         assert np.allclose(U[:d, :d], np.linalg.inv(S) / c, atol=1e-12) and np.isclose(v[d], c)
         assert np.isclose(np.linalg.norm(U), np.linalg.norm(v), rtol=1e-12)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from symbolic import export as E
+from symbolic.export import s3
 
 from helpers import fd_grad, gamma_w_np, softmax_predict_np, spd
 
@@ -28,7 +28,7 @@ def test_parity_table_numeric(model):
     U = np.zeros((d + 1, d + 1))
     U[:d, :d], U[d, d] = rng.normal(size=(d, d)), 0.3
     v = np.r_[np.zeros(d), 0.9]
-    table = E.parity_table(model)
+    table = s3.parity_table(model)
     assert len(table) == (d + 1) ** 2 + d + 1
     for sign, ww in ((1, w), (-1, -w)):
         gU = fd_grad(lambda P: _model_loss(model, P, v, ww, xq, X, S), U)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from symbolic import export as E
+from symbolic.export import s2, s4
 
 from helpers import softmax_predict_np, spd
 
@@ -17,7 +17,7 @@ def test_euler_defect_softmax_fd():
         return 0.5 * (softmax_predict_np(np.exp(t) * U, np.exp(-t) * v, Z, zq) - yq) ** 2
 
     fd = (loss(1e-5) - loss(-1e-5)) / 2e-5
-    assert np.isclose(E.euler_defect_fn()(U, v, Z, zq, yq), fd, rtol=1e-6, atol=1e-8)
+    assert np.isclose(s4.euler_defect_fn()(U, v, Z, zq, yq), fd, rtol=1e-6, atol=1e-8)
     # linear(L) is bilinear: the same rescaling leaves the loss unchanged
     G = Z.T @ Z / L
 
@@ -30,14 +30,14 @@ def test_euler_defect_softmax_fd():
 def test_euler_defect_jax(jax_x64):
     rng = np.random.default_rng(19)
     U, v, Z, zq = rng.normal(size=(3, 3)), rng.normal(size=3), rng.normal(size=(4, 3)), np.r_[rng.normal(size=2), 0]
-    assert np.isclose(float(E.euler_defect_fn("jax")(U, v, Z, zq, 0.1)), E.euler_defect_fn()(U, v, Z, zq, 0.1), rtol=1e-12)
+    assert np.isclose(float(s4.euler_defect_fn("jax")(U, v, Z, zq, 0.1)), s4.euler_defect_fn()(U, v, Z, zq, 0.1), rtol=1e-12)
 
 
 def test_gd_step_conservation_linear_inf():
     rng = np.random.default_rng(4)
     d, lr = 3, 0.01
     S, U, v = spd(rng, d), rng.normal(size=(4, 4)), rng.normal(size=4)
-    gU, gv = E.population_risk_grad_fn()(U, v, S)
+    gU, gv = s2.population_risk_grad_fn()(U, v, S)
     assert abs(np.sum(U * gU) - v @ gv) < 1e-9 * (1 + abs(v @ gv))          # Euler identity
     U1, v1 = U - lr * gU, v - lr * gv
     change = (np.sum(U1 ** 2) - v1 @ v1) - (np.sum(U ** 2) - v @ v)

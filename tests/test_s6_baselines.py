@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from softlin.numpy_reference import sqrtm_sym as sqrtm  # the independent reference's Sigma^(1/2)
-from symbolic import export as E
+from symbolic.export import s6
 
 from helpers import fd_grad, gamma_w_np, spd
 
@@ -42,11 +42,11 @@ def test_s6_gd_risk_against_monte_carlo(mode):
     Sp, Sq = rp @ rp.T, rq @ rq.T
     f = np.einsum("ni,ij,nj->n", xq, np.linalg.inv(Sp), np.einsum("nld,nl->nd", X, y) / L)
     e = (f - yq) ** 2
-    closed = E.gd_risk_fn()(L, Sp, Sq, s2, wv)
+    closed = s6.gd_risk_fn()(L, Sp, Sq, s2, wv)
     assert abs(e.mean() - closed) < 4 * e.std() / np.sqrt(n), (label, e.mean(), closed)
     # the batched predictor equals the explicit numpy formula
     G_xy = np.einsum("nld,nl->nd", X[:50], y[:50]) / L
-    assert np.allclose(E.gd_predict_fn()(G_xy, xq[:50], Sp), f[:50], rtol=1e-12, atol=1e-12)
+    assert np.allclose(s6.gd_predict_fn()(G_xy, xq[:50], Sp), f[:50], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", [0, 1])
@@ -61,12 +61,12 @@ def test_s6_linear_class_optimum_against_least_squares(mode):
     h = np.einsum("nld,nl->nd", X, y) / L
     F = np.einsum("ni,nj->nij", xq, h).reshape(n, -1)
     P_ls = np.linalg.lstsq(F, yq, rcond=None)[0].reshape(3, 3)
-    P = E.linear_class_precond_fn()(L, Sp, s2, wv)
+    P = s6.linear_class_precond_fn()(L, Sp, s2, wv)
     assert np.allclose(P_ls, P, atol=0.03), (label, P_ls, P)
     e = (np.einsum("ni,ij,nj->n", xq, P, h) - yq) ** 2
-    closed = E.linear_class_risk_fn()(L, Sp, Sq, s2, wv)
+    closed = s6.linear_class_risk_fn()(L, Sp, Sq, s2, wv)
     assert abs(e.mean() - closed) < 4 * e.std() / np.sqrt(n), (label, e.mean(), closed)
-    assert closed < E.gd_risk_fn()(L, Sp, Sq, s2, wv)
+    assert closed < s6.gd_risk_fn()(L, Sp, Sq, s2, wv)
 
 
 def test_s6_bayes_posterior_against_numpy_and_monte_carlo():
@@ -77,7 +77,7 @@ def test_s6_bayes_posterior_against_numpy_and_monte_carlo():
     L, s2, wv, n = 6, 0.3, 0.5, 30_000
     X, y, xq, yq, _ = _c5_sample(rng, n, L, rp, rq, s2, wv)
     Gxx, Gxy = np.einsum("nld,nle->nde", X, X) / L, np.einsum("nld,nl->nd", X, y) / L
-    bf = E.bayes_fns()
+    bf = s6.bayes_fns()
     k = 200
     ref = np.array([xq[i] @ np.linalg.solve(X[i].T @ X[i] + (s2 / wv) * np.eye(3), X[i].T @ y[i]) for i in range(k)])
     assert np.allclose(bf["predict"](Gxx[:k], Gxy[:k], xq[:k], L, s2, wv), ref, rtol=1e-10, atol=1e-12)
@@ -85,7 +85,7 @@ def test_s6_bayes_posterior_against_numpy_and_monte_carlo():
     e = (f - yq) ** 2
     cr = bf["conditional_risk"](Gxx, Gxy, xq, L, s2, wv)
     assert abs(e.mean() - cr.mean()) < 4 * np.sqrt(e.var() / n), (e.mean(), cr.mean())
-    assert cr.mean() < E.gd_risk_fn()(L, rp @ rp.T, rq @ rq.T, s2, wv)
+    assert cr.mean() < s6.gd_risk_fn()(L, rp @ rp.T, rq @ rq.T, s2, wv)
 
 
 def test_s6_infinite_prompt_against_monte_carlo():
@@ -98,15 +98,15 @@ def test_s6_infinite_prompt_against_monte_carlo():
         w = rng.normal(size=3)
         x = rng.normal(size=(n, 3)) @ rp.T
         Z = np.c_[x, x @ w + rng.normal(size=n) * np.sqrt(s2)]
-        emp, G = Z.T @ Z / n, E.gamma_w_noisy_fn()(Sp, w[None], s2)[0]
+        emp, G = Z.T @ Z / n, s6.gamma_w_noisy_fn()(Sp, w[None], s2)[0]
         se = np.sqrt(np.var(Z[:, :, None] * Z[:, None, :], axis=0) / n)
         assert np.all(np.abs(emp - G) < 5 * se), label
         X, y, xq, yq, W = _c5_sample(rng, n, 1, rp, rq, s2, wv)
-        e = (E.limit_optimum_predict_fn()(W[:1000], xq[:1000]) - np.einsum("nd,nd->n", W[:1000], xq[:1000]))
+        e = (s6.limit_optimum_predict_fn()(W[:1000], xq[:1000]) - np.einsum("nd,nd->n", W[:1000], xq[:1000]))
         assert np.all(np.abs(e) < 1e-12)
         e2 = (np.einsum("nd,nd->n", W, xq) - yq) ** 2
-        assert abs(e2.mean() - E.limit_optimum_risk_fn()(s2)) < 4 * e2.std() / np.sqrt(n)
-        rb = E.limit_block_risk_fn()
+        assert abs(e2.mean() - s6.limit_optimum_risk_fn()(s2)) < 4 * e2.std() / np.sqrt(n)
+        rb = s6.limit_block_risk_fn()
         A, b = 0.3 * rng.normal(size=(3, 3)), 1.3
         f = b * np.einsum("ni,ij,jk,nk->n", W, Sp, A, xq)
         e3 = (f - yq) ** 2

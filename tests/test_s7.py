@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from symbolic import core
-from symbolic import export as ex
+from symbolic.export import s6, s7
 
 S2, WV2 = 0.1, 0.5          # d = 2 test task: noise and prior variances
 
@@ -68,28 +68,28 @@ def test_s7_registered_and_task_numbers():
     for k in ("K_lin", "K_soft", "K_soft_correct", "c_star_correct", "gap_constant_correct"):
         assert k in der.results
     S = kms(5)
-    g = ex.first_order_gap(S, S, 0.1, 0.2)
+    g = s7.first_order_gap(S, S, 0.1, 0.2)
     assert g["closed_form"] and g["K_lin"] == pytest.approx(6.5, abs=1e-12)
     assert g["c_star"] == pytest.approx(2.8375, abs=1e-4) and g["K_soft_star"] == pytest.approx(20.80, abs=0.01)
     # the closed-form c* is the minimiser of the lambdified K_soft (numerical minimisation, and +-1 % either side)
-    k = ex.first_order_softmax_fn()
-    assert ex.softmax_best_scale(S, S, 0.1, 0.2) == pytest.approx(g["c_star"], rel=1e-6)
+    k = s7.first_order_softmax_fn()
+    assert s7.softmax_best_scale(S, S, 0.1, 0.2) == pytest.approx(g["c_star"], rel=1e-6)
     assert k(g["c_star"] * 0.99, S, S, 0.1, 0.2) > g["K_soft_star"] < k(g["c_star"] * 1.01, S, S, 0.1, 0.2)
     # the predicted curve C5 draws: gap (K_soft(c*) - K_lin) / L as a fraction of S6's exact R_lin(L)
-    r = ex.first_order_risks(np.array([100, 1000]), S, S, 0.1, 0.2)
+    r = s7.first_order_risks(np.array([100, 1000]), S, S, 0.1, 0.2)
     assert np.allclose(r["gap"] * r["L"], g["gap_constant"])
-    assert np.allclose(r["R_lin_exact"], [ex.linear_class_risk_fn()(L, S, S, 0.1, 0.2) for L in (100, 1000)])
+    assert np.allclose(r["R_lin_exact"], [s6.linear_class_risk_fn()(L, S, S, 0.1, 0.2) for L in (100, 1000)])
     assert r["gap_fraction"][1] == pytest.approx(0.1344, abs=1e-4)
-    assert ex.first_order_risks(1000, S, S, 0.1, 0.2)["gap_fraction"] == pytest.approx(r["gap_fraction"][1])
+    assert s7.first_order_risks(1000, S, S, 0.1, 0.2)["gap_fraction"] == pytest.approx(r["gap_fraction"][1])
 
 
 @pytest.mark.parametrize("mode", ["correct", "authors"])
 def test_s7_k_lin_against_exact_s6_risk(mode):
     """K_lin == L (R*(L) - s2) of S6's exact class-optimum risk at L = 1e6 (d = 5, C5's task)."""
     Sp, Sq = (kms(5), kms(5)) if mode == "correct" else authors(5)
-    K = ex.first_order_linear_fn()(Sp, Sq, 0.1, 0.2)
+    K = s7.first_order_linear_fn()(Sp, Sq, 0.1, 0.2)
     L = 10 ** 6
-    R = ex.linear_class_risk_fn()(L, Sp, Sq, 0.1, 0.2)
+    R = s6.linear_class_risk_fn()(L, Sp, Sq, 0.1, 0.2)
     assert L * (R - 0.1) == pytest.approx(K, rel=1e-4)
     # and numpy's closed form w_var tr S_q + (w_var tr S_p + s2) tr(S_q S_p^-1)
     assert K == pytest.approx(0.2 * np.trace(Sq) + (0.2 * np.trace(Sp) + 0.1) * np.trace(Sq @ np.linalg.inv(Sp)))
@@ -98,7 +98,7 @@ def test_s7_k_lin_against_exact_s6_risk(mode):
 def test_s7_k_lin_against_monte_carlo():
     """d = 2: L * excess of the linear class optimum at L = 250 and 1000 within 4 s.e. + 2/L relative (its O(1/L^2))."""
     S = kms(2)
-    K = ex.first_order_linear_fn()(S, S, S2, WV2)
+    K = s7.first_order_linear_fn()(S, S, S2, WV2)
     for L, seed in ((250, 1), (1000, 2)):
         m, se = mc_linear(S, S, S2, WV2, L, 20000, seed)
         assert abs(m - K) < 4 * se + 2 * K / L, (L, m, se, K)
@@ -114,7 +114,7 @@ SOFT_CASES = [(3.0, 250, 20000, 11), (3.0, 1000, 20000, 12), (4.0, 250, 100000, 
 def test_s7_k_soft_against_monte_carlo(c, L, n, seed):
     """d = 2, correct mode: L * excess of the softmax reference family member c within 4 s.e. of K_soft(c)."""
     S = kms(2)
-    K = ex.first_order_softmax_fn()(c, S, S, S2, WV2)
+    K = s7.first_order_softmax_fn()(c, S, S, S2, WV2)
     m, se = mc_softmax(c, S, S, S2, WV2, L, n, seed)
     assert abs(m - K) < 4 * se, (c, L, m, se, K)
 
@@ -122,8 +122,8 @@ def test_s7_k_soft_against_monte_carlo(c, L, n, seed):
 def test_s7_k_soft_authors_mode_against_monte_carlo():
     """d = 2, the authors' covariances (prompt C C (C C)^T, query I): K_soft at 1.5x the blow-up scale, L = 1000."""
     Sp, Sq = authors(2)
-    c = np.sqrt(3.5 * ex.softmax_blow_up_c2(Sp, Sq))
-    K = ex.first_order_softmax_fn()(c, Sp, Sq, S2, WV2)
+    c = np.sqrt(3.5 * s7.softmax_blow_up_c2(Sp, Sq))
+    K = s7.first_order_softmax_fn()(c, Sp, Sq, S2, WV2)
     m, se = mc_softmax(c, Sp, Sq, S2, WV2, 1000, 20000, 21)
     assert abs(m - K) < 4 * se, (m, se, K)
 
@@ -131,7 +131,7 @@ def test_s7_k_soft_authors_mode_against_monte_carlo():
 def test_s7_k_soft_c5_task_monte_carlo():
     """d = 5, C5's task at c* (c*^2 = 8.05): L * excess at L = 1000 within 4 s.e. of K_soft(c*) = 20.8."""
     S = kms(5)
-    g = ex.first_order_gap(S, S, 0.1, 0.2)
+    g = s7.first_order_gap(S, S, 0.1, 0.2)
     m, se = mc_softmax(g["c_star"], S, S, 0.1, 0.2, 1000, 10000, 31)
     assert abs(m - g["K_soft_star"]) < 4 * se, (m, se, g)
 
@@ -142,7 +142,7 @@ def test_s7_monte_carlo_rejects_mutated_formulas():
     m, se = mc_softmax(c, S, S, S2, WV2, 1000, 20000, 12)
     x, B = c * c, WV2 * np.trace(S)
     right = x * (1 - 2 / x) ** (-d / 2) * (B / (x * (1 - 2 / x)) + B + S2)
-    assert right == pytest.approx(ex.first_order_softmax_fn()(c, S, S, S2, WV2), rel=1e-12)
+    assert right == pytest.approx(s7.first_order_softmax_fn()(c, S, S, S2, WV2), rel=1e-12)
     mutants = {"no tilted-mean term (w^T Sigma a)^2": x * (1 - 2 / x) ** (-d / 2) * (B + S2),
                "MGF exponent -1/2 instead of -d/2": x * (1 - 2 / x) ** -0.5 * (B / (x - 2) + B + S2),
                "no label noise in V": x * (1 - 2 / x) ** (-d / 2) * (B / (x - 2) + B)}
@@ -158,7 +158,7 @@ def test_s7_cli_show():
 
 def test_s7_blow_up_at_c2_equal_2():
     """K_soft -> oo as c^2 -> 2+ like (c^2 - 2)^(-d/2 - 1) (correct mode), inf at and below; authors' mode at its own pole."""
-    k = ex.first_order_softmax_fn()
+    k = s7.first_order_softmax_fn()
     for d in (2, 5):
         S = kms(d)
         vals = [k(np.sqrt(2 + h), S, S, 0.1, 1 / d) for h in (1e-2, 1e-3, 1e-4)]
@@ -166,7 +166,7 @@ def test_s7_blow_up_at_c2_equal_2():
         assert np.log(vals[2] / vals[1]) / np.log(10) == pytest.approx(d / 2 + 1, rel=1e-2)
         assert k(np.sqrt(2.0), S, S, 0.1, 1 / d) == float("inf") and k(1.0, S, S, 0.1, 1 / d) == float("inf")
     Sp, Sq = authors(5)
-    lo = ex.softmax_blow_up_c2(Sp, Sq)
+    lo = s7.softmax_blow_up_c2(Sp, Sq)
     assert lo == pytest.approx(2 * np.max(np.linalg.eigvalsh(np.linalg.inv(Sp))))
     assert k(np.sqrt(lo * 1.0001), Sp, Sq, 0.1, 0.2) > 100 * k(np.sqrt(2 * lo), Sp, Sq, 0.1, 0.2)
     assert k(np.sqrt(lo * 0.999), Sp, Sq, 0.1, 0.2) == float("inf")
@@ -179,7 +179,7 @@ def test_s7_full_class_zero_excess_set_is_the_family():
     z_q's zero entry).  So every other direction raises the limit risk quadratically (docs/maths.md#s7)."""
     d, s2 = 5, 0.1
     S = kms(d)
-    c = ex.first_order_gap(S, S, s2, 1 / d)["c_star"]
+    c = s7.first_order_gap(S, S, s2, 1 / d)["c_star"]
     D = d + 1
     U = np.zeros((D, D))
     U[:d, :d] = np.linalg.inv(S) / c

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from softlin import metrics, models, train
+from softlin import metrics, models, population, train
 from softlin import numpy_reference as ref
 from softlin import params as P
 from softlin import tasks as T
@@ -78,7 +78,7 @@ def test_reproduces_seed_log_numbers():
     softmax L=8: D_inf(max) = 6.0898e-01, dBayes = 0.6091 (96 tasks x 2 queries, lr 0.01, 2500 steps)."""
     sigma = np.eye(3)
     t = T.sample(777, 3, sigma, n_pairs=48, n_query=2, l_max=4096)
-    p0, ps = P.init_eq9(sigma), P.bayes_optimum(sigma)
+    p0, ps = P.init_eq9(sigma), population.bayes_optimum(sigma)
     inf = train.gradient_descent("limit", p0, t, lr=0.01, steps=2500, record_every=20, convention="seed")
     sm = train.gradient_descent("softmax", p0, t, L=8, lr=0.01, steps=2500, record_every=20,
                                 convention="seed")

@@ -74,6 +74,7 @@ def dry(smoke_built, tmp_path_factory):
     (smoke_built / "knob.yaml").write_text("c3: {lr: 0.02}\n")
     named = [
         ("nothing", (smoke_built, ["-n", *SMOKE])),
+        ("summary", (smoke_built, ["--detailed-summary", *SMOKE])),
         ("c3_knob", (smoke_built, ["-n", *SMOKE, "--configfile", "knob.yaml"])),
         ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
         ("plot_style", (smoke_built, ["-n", *SMOKE, "plot={c3_colors: {isotropic_gauss: black}}"])),
@@ -122,11 +123,50 @@ def test_plotting_edit_reruns_only_figures(dry):
 def test_code_inputs_follow_the_imports(dry):
     """Rule code inputs are read from what each script imports (common.smk code_inputs): editing
     softlin/tasks.py reruns what samples tasks but not the sympy derivations; editing S2 reruns the
-    derivations and every job that evaluates S2 (C3's metrics through params.bayes_optimum)."""
+    derivations and every job that evaluates S2 (C3's metrics through population.bayes_optimum)."""
     tasks = planned(dry.tasks)
     assert "c3_sample" in tasks and "symbolic" not in tasks, tasks
     s2 = planned(dry.s2)
     assert {"symbolic", "c3_metrics", "c4_flow", "c5_metrics"} <= set(s2), s2
+
+
+def rule_inputs(proc) -> dict:
+    """{rule: its input files} from a ``--detailed-summary`` table (paths relative to the repository)."""
+    out = {}
+    for line in proc.stdout.splitlines()[1:]:
+        cols = line.split("\t")
+        if len(cols) >= 5 and cols[4] != "-":
+            out.setdefault(cols[2], set()).update(
+                str(Path(f).resolve()).split("/softlin/", 1)[-1] if "/softlin/" in f else f for f in cols[4].split(","))
+    return out
+
+
+# which derivation each claim's numerics evaluate: S2 (theta*, the population risk) in C1-C4, S5
+# (the concentration threshold) in C1-C2, S6-S7 (baselines, first-order gap; S7 reads S1, S5, S6) in
+# C5's evaluation; S3, S4 only in tests; C5's training evaluates none
+DERIVATION_USERS = {
+    "s2_population": ({"symbolic", "c1_measure", "c2_measure", "c3_train", "c3_metrics", "c4_flow"},
+                      {"c5_train", "c5_metrics"}),
+    "s3_parity": ({"symbolic"}, None),
+    "s4_euler": ({"symbolic"}, None),
+    "s5_threshold": ({"symbolic", "c1_measure", "c5_metrics"}, {"c3_train", "c4_flow", "c5_train"}),
+    "s6_baselines": ({"symbolic", "c5_metrics"}, {"c1_measure", "c3_train", "c3_metrics", "c4_flow", "c5_train"}),
+    "s7_first_order": ({"symbolic", "c5_metrics"}, None),
+}
+
+
+@pytest.mark.parametrize("derivation", sorted(DERIVATION_USERS))
+def test_each_derivation_is_an_input_of_exactly_its_users(dry, derivation):
+    """A derivation's source is a code input of the rules whose scripts evaluate it, and of no other
+    (S3, S4, S7: exactly the listed rules; S2, S5, S6: at least the first set, none of the second)."""
+    inputs = rule_inputs(dry.summary)
+    assert {"symbolic", "c3_train", "c5_train", "c5_metrics"} <= set(inputs), sorted(inputs)
+    users = {r for r, files in inputs.items() if any(f.endswith(f"symbolic/{derivation}.py") for f in files)}
+    need, never = DERIVATION_USERS[derivation]
+    if never is None:
+        assert users == need, users
+    else:
+        assert need <= users and not users & never, users
 
 
 @pytest.mark.parametrize("i", range(len(BAD_CONFIGS)), ids=[o for o, _ in BAD_CONFIGS])

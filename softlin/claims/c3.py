@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics, models, params, train
+from .. import metrics, models, params, population, train
 from .._jax import jax
 from ..train import trajectory_arrays, trajectory_from
 
@@ -112,7 +112,7 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, ra
     rate = {"n_records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else \
         {"n_records": rate["records"], "floor": rate["floor"]}
     inf_rec, inf_loss, _, inf_final = trajectory_from(traj, "limit")
-    star = params.bayes_optimum(sigma)
+    star = population.bayes_optimum(sigma)
     ob_inf = metrics.offblock_mass(inf_final)
     theta_inf_norm = float(np.sqrt(np.sum(inf_final.U ** 2) + np.sum(inf_final.v ** 2)))
     info = dict(setting=setting, token_kind=token_kind, seed=seed, R_init=float(inf_loss[0]),

@@ -2,7 +2,7 @@
 
 The population flow of ``linear(inf)`` from the symbolic closed form (S2):
 
-* gradient descent on it at the training step size (:func:`softlin.train.population_gradient_descent`);
+* gradient descent on it at the training step size (:func:`softlin.population.population_gradient_descent`);
 * the gradient-flow ODE on the full ``(U, v)`` gradient (jax.grad of the closed-form risk),
   integrated with an adaptive solver (scipy ``solve_ivp``, DOP853 by default);
 * the reduced block flow ``(A, b)`` from the symbolic module (S2), the same ODE on the block manifold;
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics, models, params, train, verdict
+from .. import metrics, params, population, train, verdict
 from .._jax import jax, jnp
 from ..params import Params
 from ..tasks import check_sigma, sample
@@ -24,7 +24,7 @@ from ..tasks import check_sigma, sample
 @jax.jit
 def _neg_grad_flat(y, sigma):
     """``-grad R_pop`` at the flattened ``theta`` (:func:`softlin.params.flatten`)."""
-    g = jax.grad(models.population_risk_kernel)(params.unflatten(y, sigma.shape[0] + 1), sigma)
+    g = jax.grad(population.population_risk_kernel)(params.unflatten(y, sigma.shape[0] + 1), sigma)
     return -params.flatten(g, jnp)
 
 
@@ -48,7 +48,7 @@ def reduced_flow(sigma, A0, b0: float, t_eval, method: str = "DOP853", rtol: flo
     """The reduced block flow ``(dA/dt, db/dt)`` of the symbolic module (S2): (A (n_t, d, d), b (n_t,))."""
     from scipy.integrate import solve_ivp
 
-    from symbolic.export import reduced_flow_fn
+    from symbolic.export.s2 import reduced_flow_fn
 
     s = check_sigma(sigma)
     d = s.shape[0]
@@ -74,13 +74,13 @@ def block_of(p: Params) -> tuple[np.ndarray, np.ndarray]:
     return U[..., :d, :d], v[..., d]
 
 
-_pop_risk_batch = jax.jit(jax.vmap(models.population_risk_kernel, in_axes=(0, None)))
+_pop_risk_batch = jax.jit(jax.vmap(population.population_risk_kernel, in_axes=(0, None)))
 
 
 def along(p: Params, sigma) -> dict:
     """Population risk, distance to theta*, off-block mass, conservation defect per record."""
     s = check_sigma(sigma)
-    star = params.bayes_optimum(s)
+    star = population.bayes_optimum(s)
     mu, mv = metrics.offblock_mass(p)
     risk = _pop_risk_batch(Params(jnp.asarray(p.U), jnp.asarray(p.v)), jnp.asarray(s))
     return dict(risk=np.asarray(risk), dist=np.asarray(metrics.theta_dist(p, star)),
@@ -106,7 +106,7 @@ def run_setting(sigma, cfg: dict, progress=print) -> dict:
     out = dict(t=t, alpha=params.init_eq9(s).v[-1], alpha_max=params.alpha_max(s))
 
     gd = jax.block_until_ready(
-        train.population_gradient_descent(p0, s, lr=lr, steps=steps, record_every=every).params)
+        population.population_gradient_descent(p0, s, lr=lr, steps=steps, record_every=every).params)
     ode, info = ode_flow(s, p0, t, cfg["ode"]["method"], cfg["ode"]["rtol"], cfg["ode"]["atol"])
     A0, b0 = block_of(p0)
     Ar, br, rinfo = reduced_flow(s, A0, float(b0), t, cfg["ode"]["method"], cfg["ode"]["rtol"],
@@ -143,7 +143,7 @@ def run_setting(sigma, cfg: dict, progress=print) -> dict:
 
     # alpha sweep: the reduced flow from init_eq9(sigma, f alpha_max) (block structure is exact)
     sw = cfg["alpha_sweep"]
-    star = params.bayes_optimum(s)
+    star = population.bayes_optimum(s)
     A_star, b_star = block_of(star)
     t_sw = np.linspace(0.0, sw["t_max"], 201)
     dists = []
@@ -179,7 +179,7 @@ def flow_end(sigma, f: float, t_max: float, method: str, rtol: float, atol: floa
     conservation defect ``||A||_F^2 - b^2`` (0 on the exact flow from Eq. 9) and whether the solver
     succeeded (a failure, overflow or a non-finite end point counts as a divergence)."""
     s = check_sigma(sigma)
-    A_star, b_star = block_of(params.bayes_optimum(s))
+    A_star, b_star = block_of(population.bayes_optimum(s))
     A0, b0 = block_of(params.init_eq9(s, f * params.alpha_max(s)))
     try:
         with np.errstate(over="raise", invalid="raise"):

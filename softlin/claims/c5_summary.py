@@ -77,9 +77,9 @@ def jackknifed_metrics(tables, Ls, noise: float, gap_constant: float | None = No
 
 def prediction(cfg: dict) -> dict | None:
     """S7's first-order prediction for the task of ``cfg``: {c_star, K_soft_star, K_lin, gap_constant,
-    ...} (symbolic.export.first_order_gap); None if this checkout has no S7."""
+    ...} (symbolic.export.s7.first_order_gap); None if this checkout has no S7."""
     try:
-        from symbolic.export import first_order_gap
+        from symbolic.export.s7 import first_order_gap
     except ImportError:
         return None
     task = task_of(cfg)

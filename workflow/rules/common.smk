@@ -418,11 +418,11 @@ def report_front_page():
 # --------------------------------------------------------------------------- code inputs
 PROJECT_PACKAGES = ("softlin", "symbolic")
 NATIVE_USERS = {"softlin.fused"}  # modules that build and load the C++ library (softlin/csrc)
-# modules reached without an import statement: symbolic.core registers the derivations S1..S7 on
-# first use, and the package's lazy names (symbolic.get, symbolic.write_all) go through it
-DYNAMIC = {"symbolic": ["symbolic.core"],
-           "symbolic.core": [f"symbolic.{p.stem}" for p in
-                             sorted((Path(workflow.basedir) / "symbolic").glob("s[0-9]*_*.py"))]}
+# modules reached without an import statement: the package's lazy names (symbolic.get,
+# symbolic.write_all) register every derivation; symbolic.core.get(id) imports only that
+# derivation's module, which the module calling it imports (symbolic.export.s2 imports s2_population)
+DYNAMIC = {"symbolic": ["symbolic.core"] + [f"symbolic.{p.stem}" for p in
+                                            sorted((Path(workflow.basedir) / "symbolic").glob("s[0-9]*_*.py"))]}
 
 
 @functools.lru_cache(maxsize=None)
@@ -447,7 +447,8 @@ def _imported_modules(path, package):
     first).  Read with a regular expression over the import statements (a syntax tree of every
     file costs twice as long at every start of Snakemake)."""
     used, parents = set(), set()
-    for m in IMPORT_RE.finditer(Path(path).read_text()):
+    text = re.sub(r"#[^\n]*", "", Path(path).read_text())  # comments (a ')' in one ends a group)
+    for m in IMPORT_RE.finditer(text):
         if m.group(3):  # import a.b as c, d
             names = [n.split()[0] for n in m.group(3).split(",") if n.strip()]
         else:
