@@ -46,7 +46,7 @@ static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F
   const double* qp = zq.typed_data();
   double* o1 = m1->typed_data();
   double* o2 = m2->typed_data();
-  const TaskFn fn = pick(D, Q, /*inline_exp=*/true);
+  const TaskFn fn = pick<softlin::InlineExp>(D, Q);
 
 #pragma omp parallel
   {
