@@ -1,4 +1,4 @@
-// Fused softmax-attention moments, an XLA FFI custom call for the CPU (softlin.fused).
+// Fused softmax-attention moments, an XLA FFI custom call for the CPU (softlin.kernels.softmax_moments).
 //
 // For every task t and query q, with scores s_l = (U zq)^T z_l over the L prompt tokens and
 // softmax weights p_l = exp(s_l - max s) / sum exp(s - max s):
