@@ -22,7 +22,7 @@ INSTALL = $(BIN)/pip install --quiet -c constraints.txt uv && \
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(call INSTALL,-e $(DEV))
-	$(BIN)/python -m softlin.fused
+	$(BIN)/python -m softlin.kernels.build
 	touch $(STAMP)
 
 run: $(STAMP)                ## the whole workflow (every claim), locally on all cores

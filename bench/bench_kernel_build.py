@@ -11,16 +11,17 @@ import time
 
 import numpy as np
 
-from softlin import fused, params, train
+from softlin import params, train
 from softlin import tasks as T
 from softlin._jax import jax
+from softlin.kernels import build
 
 
 def main(so: str) -> None:
     if so != "new":
-        fused.build = lambda: pathlib.Path(so)
-        fused.TARGETS = {"softmax_moments": fused.TARGETS["softmax_moments"]}
-    assert fused.available()
+        build.build = lambda: pathlib.Path(so)
+        build.TARGETS = {"softmax_moments": build.TARGETS["softmax_moments"]}
+    assert build.available()
     tk = T.sample(777, 3, np.eye(3), 48, 2, 4096)
     p0 = params.init_eq9(tk.sigma)
 

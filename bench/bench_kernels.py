@@ -5,8 +5,8 @@
 
 Times, side by side on the seed log's C3 problem (96 tasks = 48 antithetic pairs x 2 queries,
 d = 3, L = 4096): one evaluation of (risk, gradient) by
-  (a) the JAX kernel with the fused C++ moments (jit'd ``models.softmax_value_and_grad``),
-  (b) the same kernel with the pure-XLA moments (a child process with ``SOFTLIN_FUSED=0``),
+  (a) the JAX kernel with the C++ moments (softlin.kernels; jit'd ``models.softmax_value_and_grad``),
+  (b) the same kernel with the pure-XLA moments (a child process with ``SOFTLIN_KERNELS=0``),
   (c) plain autodiff of the naive loss (``models.softmax_risk_autodiff``),
   (d) the numpy reference (``numpy_reference.softmax_loss_grad``);
 then a full ``steps``-step training (JAX ``train.gradient_descent`` with each moment kernel, and
@@ -54,14 +54,15 @@ def jax_measurements(args, label):
     """Gradient evaluation and training times of the JAX kernel as this process is configured."""
     import jax
 
-    from softlin import fused, models, train
+    from softlin import models, train
+    from softlin.kernels.build import available
 
     t, p0 = problem(args)
     data = models.prompt_data(t, args.L)
-    out = {f"fused_available_{label}": fused.available()}
+    out = {f"kernels_available_{label}": available()}
     vg = jax.jit(models.softmax_value_and_grad)
     out[f"grad_{label}"] = median_time(lambda: jax.block_until_ready(vg(p0, data)), args.repeats, 2)
-    if label == "fused":
+    if label == "kernels":
         ad = jax.jit(jax.value_and_grad(models.softmax_risk_autodiff))
         out["grad_autodiff"] = median_time(lambda: jax.block_until_ready(ad(p0, data)), args.repeats, 2)
     run = lambda: jax.block_until_ready(train.gradient_descent(  # noqa: E731
@@ -98,7 +99,7 @@ def main():
     ap.add_argument("--child", choices=["xla"], help=argparse.SUPPRESS)
     args = ap.parse_args()
 
-    if args.child:  # SOFTLIN_FUSED=0 child: pure-XLA moments
+    if args.child:  # SOFTLIN_KERNELS=0 child: pure-XLA moments
         print(json.dumps(jax_measurements(args, "xla")))
         return
 
@@ -110,8 +111,8 @@ def main():
     for k, v in threads_info().items():
         print(f"  {k}: {v}")
 
-    res = jax_measurements(args, "fused")
-    env = dict(os.environ, SOFTLIN_FUSED="0", PYTHONPATH=ROOT)
+    res = jax_measurements(args, "kernels")
+    env = dict(os.environ, SOFTLIN_KERNELS="0", PYTHONPATH=ROOT)
     child = subprocess.run([sys.executable, __file__, "--child", "xla", "--L", str(args.L),
                             "--pairs", str(args.pairs), "--steps", str(args.steps),
                             "--repeats", str(args.repeats), "--train-repeats", str(args.train_repeats)],
@@ -132,17 +133,17 @@ def main():
         res["train_numpy"] = (time.perf_counter() - t0, time.perf_counter() - t0)
 
     n_eval = args.steps + 1
-    print(f"\n  fused C++ kernel in use: (a) {res['fused_available_fused']}, (b) {res['fused_available_xla']}")
-    print(f"\n  {'(risk, gradient) at L=%d' % args.L:44s} {'median':>10s} {'min':>10s} {'x fused':>8s}")
-    base = res["grad_fused"][0]
-    rows = [("(a) JAX, fused C++ moments", "grad_fused"), ("(b) JAX, pure-XLA moments", "grad_xla"),
+    print(f"\n  C++ kernels in use: (a) {res['kernels_available_kernels']}, (b) {res['kernels_available_xla']}")
+    print(f"\n  {'(risk, gradient) at L=%d' % args.L:44s} {'median':>10s} {'min':>10s} {'x (a)':>8s}")
+    base = res["grad_kernels"][0]
+    rows = [("(a) JAX, C++ moments", "grad_kernels"), ("(b) JAX, pure-XLA moments", "grad_xla"),
             ("(c) JAX, autodiff of the naive loss", "grad_autodiff"),
             ("(d) numpy reference", "grad_numpy"), ("    floor: numpy exp over the elements", "exp_floor")]
     for name, k in rows:
         med, mn = res[k]
         print(f"  {name:44s} {med * 1e3:8.2f}ms {mn * 1e3:8.2f}ms {med / base:8.2f}")
     print(f"\n  {'training, %d steps' % args.steps:44s} {'total':>10s} {'per step':>10s} {'1st call':>10s}")
-    for name, k in [("JAX gradient_descent, fused moments", "train_fused"),
+    for name, k in [("JAX gradient_descent, C++ moments", "train_kernels"),
                     ("JAX gradient_descent, pure-XLA moments", "train_xla"),
                     ("numpy reference train (once)", "train_numpy")]:
         if k not in res:
@@ -152,7 +153,7 @@ def main():
         print(f"  {name:44s} {tot:9.2f}s {tot / n_eval * 1e3:8.2f}ms "
               + (f"{first:9.2f}s" if first is not None else f"{'':>10s}"))
     print("\n  per step inside the compiled loop vs a standalone jit'd call: "
-          f"{res['train_fused'][0] / n_eval * 1e3:.2f} ms vs {base * 1e3:.2f} ms (fused)")
+          f"{res['train_kernels'][0] / n_eval * 1e3:.2f} ms vs {base * 1e3:.2f} ms (C++ moments)")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import models, params, population
 from ._jax import jax, jnp
-from .fused import softmax_moments
+from .kernels.softmax_moments import softmax_moments
 from .params import Params
 from .tasks import check_sigma, sample
 
@@ -104,7 +104,7 @@ _linear_vg = jax.jit(models.linear_value_and_grad)
 
 
 def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
-    """``softmax(L)`` outputs through the fused moment kernel (reads only the first L tokens);
+    """``softmax(L)`` outputs through the softmax-moment kernel (reads only the first L tokens);
     equal to :func:`softlin.models.softmax_predict` (checked in the tests)."""
     return _softmax_out(p.U, p.v, data.zT, data.zq, data.L)
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
-from .fused import softmax_moments
+from .kernels.softmax_moments import softmax_moments
 from .params import Params
 from .tasks import Tasks
 

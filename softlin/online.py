@@ -258,7 +258,7 @@ def _loop(state, losses, law, setup, n_logs, steps, chunk, Ls, models, checkpoin
 # --------------------------------------------------------------------------- evaluation helpers
 def predict_on_batch(model: str, uv: Params, b: stream.Batch, L):
     """Predictions (n,) of trained (U, v) on the first ``L`` tokens of a batch (test sets)."""
-    from .fused import softmax_moments
+    from .kernels.softmax_moments import softmax_moments
 
     if model == "softmax":
         m1, _ = softmax_moments(uv.U, uv.v, b.zT, b.zq[:, None, :], jnp.asarray(L, jnp.int64))

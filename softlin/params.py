@@ -1,4 +1,6 @@
-"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation (the optimum theta* is softlin.population.bayes_optimum)."""
+"""Parameters ``theta = (U, v)`` (docs/maths.md#models, #training): Eq. (9) initialisation.
+
+The optimum ``theta*`` is :func:`softlin.population.bayes_optimum`."""
 
 from __future__ import annotations
 

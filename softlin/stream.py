@@ -16,11 +16,12 @@ The prompt law (docs/maths.md#c5): ``x_l = R_p g_l``, ``y_l = w^T x_l + s_noise 
 ``x_q = R_q g_q``, ``y_q = w^T x_q + s_noise e_q``; tokens ``z_l = (x_l, y_l)``, query
 ``z_q = (x_q, 0)``.
 
-Two implementations of one definition: the C++ kernel (``csrc/online_batch.cc``, on the CPU: it
-draws each prompt into the cache and computes, for every run of the step, the softmax moments and
-the prompt's second moments at every linear run's length in the same pass) and this module's
-pure-XLA version (any backend; the tests' reference).  They agree bit for bit on the Philox words
-and to a few ulps on the normals (vector ``log``/``sin``/``cos`` of different libraries).
+Two implementations of one definition: the C++ kernel (``kernels/csrc/online_batch.cc``, its face
+:mod:`softlin.kernels.online_batch`; on the CPU: it draws each prompt into the cache and computes,
+for every run of the step, the softmax moments and the prompt's second moments at every linear
+run's length in the same pass) and this module's pure-XLA version (any backend; the tests'
+reference).  They agree bit for bit on the Philox words and to a few ulps on the normals (vector
+``log``/``sin``/``cos`` of different libraries).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import fused
 from ._jax import jax, jnp
+from .kernels import online_batch
+from .kernels.build import use_kernels
+from .kernels.softmax_moments import softmax_moments_xla
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)
@@ -145,21 +148,11 @@ def sample_xla(law: Law, key, step, n: int, L: int, f64: bool = False) -> Batch:
     return Batch(zT, zq, yq, w)
 
 
-def _cfg(step, f64: bool):
-    return jnp.stack([jnp.asarray(step, jnp.int64), jnp.asarray(int(f64), jnp.int64)])
-
-
 def sample(law: Law, key, step, n: int, L: int, f64: bool = False) -> Batch:
     """The batch of ``step`` (C++ kernel on the CPU, else :func:`sample_xla`)."""
-    if not fused.use_kernels():
+    if not use_kernels():
         return sample_xla(law, key, step, n, L, f64)
-    d = law.d
-    f = jnp.float64
-    shapes = (jax.ShapeDtypeStruct((n, d + 1, L), f), jax.ShapeDtypeStruct((n, d + 1), f),
-              jax.ShapeDtypeStruct((n,), f), jax.ShapeDtypeStruct((n, d), f))
-    call = jax.ffi.ffi_call(fused.TARGETS["online_sample"][0], shapes, vmap_method="sequential")
-    return Batch(*call(jnp.asarray(key, jnp.uint32), _cfg(step, f64), jnp.asarray(law.scales),
-                       jnp.asarray(law.roots)))
+    return Batch(*online_batch.sample(law, key, step, n, L, f64))
 
 
 class StepData(NamedTuple):
@@ -184,7 +177,7 @@ def step_data_xla(law: Law, key, step, n: int, U, v, Ls, Llin, f64: bool = False
     L_gen = max([*Ls, *Llin])
     b = sample_xla(law, key, step, n, L_gen, f64)
     zq = b.zq[:, None, :]
-    m = [fused.softmax_moments_xla(U[r], v[r], b.zT, zq, L) for r, L in enumerate(Ls)]
+    m = [softmax_moments_xla(U[r], v[r], b.zT, zq, L) for r, L in enumerate(Ls)]
     D = law.d + 1
     m1 = jnp.stack([a[:, 0] for a, _ in m]) if m else jnp.zeros((0, n, D))
     m2 = jnp.stack([c[:, 0] for _, c in m]) if m else jnp.zeros((0, n, D))
@@ -198,17 +191,6 @@ def step_data(law: Law, key, step, n: int, U, v, Ls, Llin, f64: bool = False) ->
     Ls, Llin = tuple(int(L) for L in Ls), tuple(int(L) for L in Llin)
     if list(Llin) != sorted(set(Llin)):
         raise ValueError(f"linear lengths must be strictly ascending, got {Llin}")
-    if not fused.use_kernels():
+    if not use_kernels():
         return step_data_xla(law, key, step, n, U, v, Ls, Llin, f64)
-    D = law.d + 1
-    f = jnp.float64
-    R, K = len(Ls), len(Llin)
-    shapes = (jax.ShapeDtypeStruct((n, D), f), jax.ShapeDtypeStruct((n,), f),
-              jax.ShapeDtypeStruct((R, n, D), f), jax.ShapeDtypeStruct((R, n, D), f),
-              jax.ShapeDtypeStruct((K, n, D, D), f))
-    call = jax.ffi.ffi_call(fused.TARGETS["online_step"][0], shapes, vmap_method="sequential")
-    U = jnp.asarray(U, f).reshape(R, D, D)
-    v = jnp.asarray(v, f).reshape(R, D)
-    return StepData(*call(jnp.asarray(key, jnp.uint32), _cfg(step, f64), jnp.asarray(law.scales),
-                          jnp.asarray(law.roots), U, v, jnp.asarray(Ls, jnp.int64).reshape(R),
-                          jnp.asarray(Llin, jnp.int64).reshape(K)))
+    return StepData(*online_batch.step_data(law, key, step, n, U, v, Ls, Llin, f64))

@@ -62,7 +62,7 @@ def test_rms_over_blocks_se_matches_spread():
     assert np.mean(ses) == pytest.approx(vals.std(), rel=0.2)
 
 
-def test_fused_softmax_output_equals_models_predict():
+def test_kernel_softmax_output_equals_models_predict():
     sigma = np.eye(3)
     tk = T.sample(5, 3, sigma, 3, 4, 50)
     p = population.bayes_optimum(sigma)

@@ -96,7 +96,7 @@ def test_per_query_gaps_vs_autodiff_of_the_naive_loss():
             assert msq_v[i, j] == pytest.approx(np.mean(np.sum(dv ** 2, axis=-1)), rel=1e-10)
             want = np.concatenate([dU.mean(axis=(0, 1)).ravel(), dv.mean(axis=(0, 1))])
             np.testing.assert_allclose(diff[i, j], want, rtol=1e-10, atol=1e-13)
-    # the pooled difference is the gradient gap of the risks (grad_gaps, the fused kernel)
+    # the pooled difference is the gradient gap of the risks (grad_gaps, the softmax-moment kernel)
     np.testing.assert_allclose(diff, conc.grad_gaps(plist, tk, Ls), rtol=1e-10, atol=1e-13)
 
 

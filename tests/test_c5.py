@@ -3,10 +3,12 @@ baselines, checkpoint resume, convergence diagnostics."""
 import numpy as np
 import pytest
 
-from softlin import baselines, fused, models, online, online_task, optim, qkvo, stream
+from softlin import baselines, models, online, online_task, optim, qkvo, stream
 from softlin._jax import jax, jnp
 from softlin.claims import c5, c5_convergence, c5_eval, c5_summary
 from softlin.claims.c5_convergence import run_convergence
+from softlin.kernels.build import use_kernels
+from softlin.kernels.softmax_moments import softmax_moments_xla
 from softlin.params import Params
 
 SIGMA = online_task.kms_sigma(5, 0.5)
@@ -48,7 +50,7 @@ def test_philox_known_answers(ctr, key, expected):
 def test_kernel_sampler_equals_xla_definition(f64):
     """The C++ stream equals the pure-XLA definition (same Philox words; normals to a few ulps:
     different vector log/sin/cos); a wrong word or layout would differ at O(1)."""
-    if not fused.use_kernels():
+    if not use_kernels():
         pytest.skip("C++ kernels unavailable")
     law = _task().law()
     key = stream.stream_key(2025, 0)
@@ -153,7 +155,7 @@ def test_step_data_moments_for_all_lengths():
         ref = np.einsum("nil,njl->nij", zT[:, :, :L], zT[:, :, :L]) / L
         np.testing.assert_allclose(np.asarray(data.G[k]), ref, rtol=1e-13, atol=1e-14)
     for r, L in enumerate(Ls):
-        m1, m2 = fused.softmax_moments_xla(U[r], v[r], b.zT, b.zq[:, None, :], L)
+        m1, m2 = softmax_moments_xla(U[r], v[r], b.zT, b.zq[:, None, :], L)
         np.testing.assert_allclose(np.asarray(data.m1[r]), np.asarray(m1[:, 0]), rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(np.asarray(data.m2[r]), np.asarray(m2[:, 0]), rtol=1e-12, atol=1e-13)
     np.testing.assert_array_equal(np.asarray(data.zq), np.asarray(b.zq))

@@ -21,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from softlin import checkpoint, fused, io, online, online_task, optim
+from softlin import checkpoint, io, online, online_task, optim
 from softlin.claims import c5_eval, c5_protocol, c5_summary, metric_names
+from softlin.kernels import build
+from softlin.kernels.softmax_moments import softmax_moments, softmax_moments_xla
 from softlin.tasks import sample
 
 from helpers import ROOT, copy_repo
@@ -222,9 +224,9 @@ def test_symbolic_cache_bit_flips_are_caught(tmp_path, monkeypatch):
 @pytest.fixture
 def kernel_cache(tmp_path, monkeypatch):
     """The real kernel library copied into a temporary cache; the build replaced by a copy (no g++)."""
-    if not fused.available():
+    if not build.available():
         pytest.skip("C++ kernel not built on this machine")
-    real = fused.build()
+    real = build.build()
     monkeypatch.setenv("SOFTLIN_CACHE", str(tmp_path))
     calls = []
 
@@ -232,8 +234,8 @@ def kernel_cache(tmp_path, monkeypatch):
         calls.append(out)
         shutil.copyfile(real, out)
 
-    monkeypatch.setattr(fused, "_compile", fake_compile)
-    lib = fused._cache_dir() / real.name
+    monkeypatch.setattr(build, "_compile", fake_compile)
+    lib = build._cache_dir() / real.name
     lib.parent.mkdir(parents=True)
     return real, lib, calls
 
@@ -251,32 +253,32 @@ def test_corrupt_kernel_library_is_rebuilt(kernel_cache, damage):
     else:
         lib.write_bytes(good[: len(good) // 3])
     if damage != "truncated_before_digests":
-        fused._digest_path(lib).write_text(fused._file_digest(real) + "\n")
+        build._digest_path(lib).write_text(build._file_digest(real) + "\n")
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        assert fused.build() == lib
+        assert build.build() == lib
     said = [str(w.message) for w in got if "kernel library" in str(w.message)]
     assert len(said) == 1 and str(lib) in said[0] and "rebuilding" in said[0], said
     if damage == "truncated_before_digests":
         assert "signal" in said[0] or "error" in said[0].lower()
     assert calls == [lib] and lib.read_bytes() == good
-    assert fused._digest_path(lib).read_text().strip() == fused._file_digest(lib)
+    assert build._digest_path(lib).read_text().strip() == build._file_digest(lib)
     with warnings.catch_warnings(record=True) as got:  # verified now: no second report
         warnings.simplefilter("always")
-        assert fused.build() == lib and calls == [lib]
+        assert build.build() == lib and calls == [lib]
     assert not got
 
 
 def test_kernel_that_cannot_be_built_says_so_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("SOFTLIN_CACHE", str(tmp_path))
-    monkeypatch.setattr(fused, "_STATE", {})
+    monkeypatch.setattr(build, "_STATE", {})
 
     def broken(cxx, out):
         raise subprocess.CalledProcessError(1, [cxx], stderr="g++: fatal error:\n  no input files\n")
 
-    monkeypatch.setattr(fused, "_compile", broken)
+    monkeypatch.setattr(build, "_compile", broken)
     with pytest.warns(RuntimeWarning) as got:
-        assert fused.available() is False
+        assert build.available() is False
     msg = str(got[0].message)
     assert "\n" not in msg and str(tmp_path / "ffi") in msg and "cannot be built or loaded" in msg
 
@@ -456,12 +458,12 @@ def test_xla_and_kernel_paths_refuse_the_same_prompt_lengths():
     U, v = jnp.asarray(rng.normal(size=(3, 3))), jnp.asarray(rng.normal(size=3))
     zT, zq = jnp.asarray(rng.normal(size=(2, 3, 16))), jnp.asarray(rng.normal(size=(2, 1, 3)))
     for L in (0, 17, -1):
-        for f in (fused.softmax_moments_xla, fused.softmax_moments):
+        for f in (softmax_moments_xla, softmax_moments):
             with pytest.raises(ValueError, match=rf"prompt length L = {L} outside \[1, l_max = 16\]"):
                 f(U, v, zT, zq, L)
-    m1, _ = jax.jit(fused.softmax_moments_xla)(U, v, zT, zq, jnp.asarray(17))
+    m1, _ = jax.jit(softmax_moments_xla)(U, v, zT, zq, jnp.asarray(17))
     assert np.isnan(np.asarray(m1)).all()
-    m1, _ = jax.jit(fused.softmax_moments_xla)(U, v, zT, zq, jnp.asarray(16))
+    m1, _ = jax.jit(softmax_moments_xla)(U, v, zT, zq, jnp.asarray(16))
     assert np.isfinite(np.asarray(m1)).all()
 
 

@@ -417,7 +417,8 @@ def report_front_page():
 
 # --------------------------------------------------------------------------- code inputs
 PROJECT_PACKAGES = ("softlin", "symbolic")
-NATIVE_USERS = {"softlin.fused"}  # modules that build and load the C++ library (softlin/csrc)
+NATIVE_USERS = {"softlin.kernels.build"}  # modules that build and load the C++ library (its sources: KERNEL_DIR)
+KERNEL_DIR = Path("softlin") / "kernels" / "csrc"
 # modules reached without an import statement: the package's lazy names (symbolic.get,
 # symbolic.write_all) register every derivation; symbolic.core.get(id) imports only that
 # derivation's module, which the module calling it imports (symbolic.export.s2 imports s2_population)
@@ -487,6 +488,6 @@ def code_inputs(script):
         inits |= parents
     files = {str(script)} | {str(_module_file(n)) for n in seen | inits}
     if seen & NATIVE_USERS:
-        files |= {str(p) for p in (Path(workflow.basedir) / "softlin" / "csrc").iterdir()
+        files |= {str(p) for p in (Path(workflow.basedir) / KERNEL_DIR).iterdir()
                   if p.suffix in (".cc", ".h")}
     return sorted(files)

@@ -1,4 +1,4 @@
-// Fused softmax-attention moments, an XLA FFI custom call for the CPU (softlin.fused).
+// Fused softmax-attention moments, an XLA FFI custom call for the CPU (softlin.kernels.softmax_moments).
 //
 // For every task t and query q, with scores s_l = (U zq)^T z_l over the L prompt tokens and
 // softmax weights p_l = exp(s_l - max s) / sum exp(s - max s):
@@ -46,7 +46,7 @@ static ffi::Error SoftmaxMomentsImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<ffi::F
   const double* qp = zq.typed_data();
   double* o1 = m1->typed_data();
   double* o2 = m2->typed_data();
-  const TaskFn fn = pick(D, Q, /*inline_exp=*/true);
+  const TaskFn fn = pick<softlin::InlineExp>(D, Q);
 
 #pragma omp parallel
   {

@@ -3,7 +3,8 @@
 // For one task with tokens z (D rows of stride S, the first L columns used) and queries zq (Q, D),
 // scores s_l = (U zq)^T z_l and weights p_l = exp(s_l - max s) / sum exp(s - max s):
 //   r1[q, :] = sum_l p_l z_l,   r2[q, :] = sum_l p_l (v . z_l) z_l.
-// Every sum runs in a fixed order, so results are bitwise reproducible for a given build.
+// Every sum runs in a fixed order, so results are bitwise reproducible for a given build (under
+// -ffast-math the compiler may reassociate a sum: the order is the build's, not the source's).
 #pragma once
 
 #include <algorithm>
@@ -55,113 +56,51 @@ static inline V exp_nonpos(V x) {
   return x < -708.0 ? V{} : p * scale;
 }
 
+// The exponential of the softmax weights, a policy of `fixed_task`: `lanes` on a GCC vector V of
+// doubles (I: the int64 vector of the same width), `one` on a single value (the tail).
+//
+// LibmExp: std::exp, lane by lane in an `omp simd` loop, which the compiler turns into one call of
+// the vector math library (glibc's libmvec) per vector; around that call the accumulators of the
+// caller are kept in memory.  C5's online kernel uses it: its recorded results (docs/c5_*) are
+// reproducible bit for bit only with the library's exponential.  (C5's kernel had its own copy of
+// this template until both shared it; its moments kept their bits at D = 5, 6, C5's sizes, and
+// changed in the last bits at D = 3, 4, where GCC 12 had summed the copy's lanes in another order.)
+struct LibmExp {
+  template <class V, class I>
+  static inline V lanes(V x) {
+    constexpr int W = sizeof(V) / sizeof(double);
+    double in[W], out[W];
+    __builtin_memcpy(in, &x, sizeof(V));
+#pragma omp simd
+    for (int k = 0; k < W; ++k) out[k] = std::exp(in[k]);
+    V r;
+    __builtin_memcpy(&r, out, sizeof(V));
+    return r;
+  }
+  static inline double one(double x) { return std::exp(x); }
+};
+
+// InlineExp: `exp_nonpos` (within 1 ulp of std::exp), inline: without a call in the loop the
+// 1 + 2D accumulators of every query stay in vector registers, and pass 2 runs at about twice the
+// speed on an AVX-512 core (bench/bench_kernels.py).  The softmax_moments custom call (C1-C4)
+// uses it; the tail takes lane 0 of a 2-lane vector.
+struct InlineExp {
+  template <class V, class I>
+  static inline V lanes(V x) { return exp_nonpos<V, I>(x); }
+  static inline double one(double x) {
+    typedef double vec2 __attribute__((vector_size(2 * sizeof(double))));
+    typedef int64_t ivec2 __attribute__((vector_size(2 * sizeof(int64_t))));
+    return exp_nonpos<vec2, ivec2>(vec2{x, 0.0})[0];
+  }
+};
+
 // One task: two passes over its prompt.  Pass 1 computes the scores of all Q queries (kept in
-// `s`, Q x L) and their maxima; pass 2 exponentiates and accumulates the 1 + 2D moments of every
-// query while each token is in registers (W lanes at a time).  D and Q are template parameters;
-// `generic_task` handles any other size.  The vector exponential here is a call into the math
-// library, around which the compiler keeps the accumulators in memory: see fixed_task_inline_exp.
-template <int D, int Q, int W = 8>
+// `s`, Q x L) and their maxima; pass 2 exponentiates (the policy Exp, above) and accumulates the
+// 1 + 2D moments of every query while each token is in registers (W lanes at a time).  D and Q
+// are template parameters; `generic_task` handles any other size.
+template <int D, int Q, class Exp, int W = 8>
 static void fixed_task(const double* U, const double* v, const double* z, const double* zq,
                        int64_t L, int64_t S, double* s, double* r1, double* r2) {
-  double a[Q][D], mx[Q];
-  for (int q = 0; q < Q; ++q) {
-    for (int j = 0; j < D; ++j) {
-      double acc = 0.0;
-      for (int i = 0; i < D; ++i) acc += U[j * D + i] * zq[q * D + i];
-      a[q][j] = acc;
-    }
-  }
-  const int64_t Lw = L - L % W;
-  {
-    double m[Q][W];
-    for (int q = 0; q < Q; ++q)
-      for (int k = 0; k < W; ++k) m[q][k] = -std::numeric_limits<double>::infinity();
-    for (int64_t l0 = 0; l0 < Lw; l0 += W) {
-      for (int q = 0; q < Q; ++q) {
-#pragma omp simd
-        for (int k = 0; k < W; ++k) {
-          double acc = 0.0;
-          for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * S + l0 + k];
-          s[q * L + l0 + k] = acc;
-          m[q][k] = std::max(m[q][k], acc);
-        }
-      }
-    }
-    for (int q = 0; q < Q; ++q) {
-      double mm = m[q][0];
-      for (int k = 1; k < W; ++k) mm = std::max(mm, m[q][k]);
-      for (int64_t l = Lw; l < L; ++l) {
-        double acc = 0.0;
-        for (int j = 0; j < D; ++j) acc += a[q][j] * z[j * S + l];
-        s[q * L + l] = acc;
-        mm = std::max(mm, acc);
-      }
-      mx[q] = mm;
-    }
-  }
-  double a0[Q][W] = {{0.0}}, a1[Q][D][W] = {{{0.0}}}, a2[Q][D][W] = {{{0.0}}};
-  for (int64_t l0 = 0; l0 < Lw; l0 += W) {
-    double vz[W];
-#pragma omp simd
-    for (int k = 0; k < W; ++k) {
-      double acc = 0.0;
-      for (int j = 0; j < D; ++j) acc += v[j] * z[j * S + l0 + k];
-      vz[k] = acc;
-    }
-    for (int q = 0; q < Q; ++q) {
-      double e[W], ev[W];
-#pragma omp simd
-      for (int k = 0; k < W; ++k) {
-        e[k] = std::exp(s[q * L + l0 + k] - mx[q]);
-        ev[k] = e[k] * vz[k];
-        a0[q][k] += e[k];
-      }
-      for (int j = 0; j < D; ++j) {
-#pragma omp simd
-        for (int k = 0; k < W; ++k) {
-          a1[q][j][k] += e[k] * z[j * S + l0 + k];
-          a2[q][j][k] += ev[k] * z[j * S + l0 + k];
-        }
-      }
-    }
-  }
-  for (int q = 0; q < Q; ++q) {
-    double s0 = 0.0, m1[D] = {0.0}, m2[D] = {0.0};
-    for (int k = 0; k < W; ++k) {
-      s0 += a0[q][k];
-      for (int j = 0; j < D; ++j) {
-        m1[j] += a1[q][j][k];
-        m2[j] += a2[q][j][k];
-      }
-    }
-    for (int64_t l = Lw; l < L; ++l) {  // tail
-      double vz = 0.0;
-      for (int j = 0; j < D; ++j) vz += v[j] * z[j * S + l];
-      const double e = std::exp(s[q * L + l] - mx[q]);
-      s0 += e;
-      for (int j = 0; j < D; ++j) {
-        m1[j] += e * z[j * S + l];
-        m2[j] += e * vz * z[j * S + l];
-      }
-    }
-    const double inv = 1.0 / s0;
-    for (int j = 0; j < D; ++j) {
-      r1[q * D + j] = m1[j] * inv;
-      r2[q * D + j] = m2[j] * inv;
-    }
-  }
-}
-
-// The same moments as `fixed_task`, with the exponential computed inline (`exp_nonpos`, within
-// 1 ulp of std::exp) instead of by the vector math library: without a call in the loop, the
-// 1 + 2D accumulators of every query stay in vector registers, and pass 2 runs at about twice the
-// speed on an AVX-512 core (bench/bench_kernels.py).  Used by the softmax_moments custom call
-// (C1-C4).  C5's online kernel keeps `fixed_task`: its recorded results (docs/c5_*) are
-// reproducible bit for bit only with the library's exponential.
-template <int D, int Q, int W = 8>
-static void fixed_task_inline_exp(const double* U, const double* v, const double* z,
-                                  const double* zq, int64_t L, int64_t S, double* s, double* r1,
-                                  double* r2) {
   typedef double vec __attribute__((vector_size(W * sizeof(double))));
   typedef int64_t ivec __attribute__((vector_size(W * sizeof(int64_t))));
   double a[Q][D], mx[Q];
@@ -200,7 +139,7 @@ static void fixed_task_inline_exp(const double* U, const double* v, const double
     }
     mx[q] = mm;
   }
-  // pass 2: weights and the 1 + 2D moments of every query, in registers
+  // pass 2: weights and the 1 + 2D moments of every query
   vec A0[Q], A1[Q][D], A2[Q][D];
 #pragma GCC unroll 16
   for (int q = 0; q < Q; ++q) {
@@ -218,7 +157,7 @@ static void fixed_task_inline_exp(const double* U, const double* v, const double
     for (int q = 0; q < Q; ++q) {
       vec sc;
       __builtin_memcpy(&sc, s + q * L + l0, sizeof(vec));
-      const vec e = exp_nonpos<vec, ivec>(sc - mx[q]);
+      const vec e = Exp::template lanes<vec, ivec>(sc - mx[q]);
       const vec ev = e * vz;
       A0[q] += e;
 #pragma GCC unroll 16
@@ -228,9 +167,7 @@ static void fixed_task_inline_exp(const double* U, const double* v, const double
       }
     }
   }
-  // lane sums in a fixed order, then the tail one token at a time (in lane 0 of a 2-lane vector)
-  typedef double vec2 __attribute__((vector_size(2 * sizeof(double))));
-  typedef int64_t ivec2 __attribute__((vector_size(2 * sizeof(int64_t))));
+  // lane sums in a fixed order, then the tail one token at a time
   for (int q = 0; q < Q; ++q) {
     double s0 = 0.0, m1[D] = {0.0}, m2[D] = {0.0};
     for (int k = 0; k < W; ++k) {
@@ -243,7 +180,7 @@ static void fixed_task_inline_exp(const double* U, const double* v, const double
     for (int64_t l = Lw; l < L; ++l) {
       double vz = v[0] * z[l];
       for (int j = 1; j < D; ++j) vz += v[j] * z[j * S + l];
-      const double e = exp_nonpos<vec2, ivec2>(vec2{s[q * L + l] - mx[q], 0.0})[0];
+      const double e = Exp::one(s[q * L + l] - mx[q]);
       s0 += e;
       for (int j = 0; j < D; ++j) {
         m1[j] += e * z[j * S + l];
@@ -298,24 +235,25 @@ static void generic_task(const double* U, const double* v, const double* z, cons
 using TaskFn = void (*)(const double*, const double*, const double*, const double*, int64_t,
                         int64_t, double*, double*, double*);
 
-template <int D, bool InlineExp>
+template <int D, class Exp>
 static TaskFn pick_q(int64_t Q) {
   switch (Q) {
-    case 1: return InlineExp ? fixed_task_inline_exp<D, 1> : fixed_task<D, 1>;
-    case 2: return InlineExp ? fixed_task_inline_exp<D, 2> : fixed_task<D, 2>;
-    case 4: return InlineExp ? fixed_task_inline_exp<D, 4> : fixed_task<D, 4>;
+    case 1: return fixed_task<D, 1, Exp>;
+    case 2: return fixed_task<D, 2, Exp>;
+    case 4: return fixed_task<D, 4, Exp>;
     default: return nullptr;
   }
 }
 
-// The template instance for (D, Q), or nullptr (then `generic_task`); `inline_exp` picks
-// `fixed_task_inline_exp` over `fixed_task`.
-static TaskFn pick(int64_t D, int64_t Q, bool inline_exp) {
+// The template instance for (D, Q) with the exponential `Exp` (InlineExp or LibmExp), or nullptr
+// (then `generic_task`).
+template <class Exp>
+static TaskFn pick(int64_t D, int64_t Q) {
   switch (D) {
-    case 3: return inline_exp ? pick_q<3, true>(Q) : pick_q<3, false>(Q);
-    case 4: return inline_exp ? pick_q<4, true>(Q) : pick_q<4, false>(Q);
-    case 5: return inline_exp ? pick_q<5, true>(Q) : pick_q<5, false>(Q);
-    case 6: return inline_exp ? pick_q<6, true>(Q) : pick_q<6, false>(Q);
+    case 3: return pick_q<3, Exp>(Q);
+    case 4: return pick_q<4, Exp>(Q);
+    case 5: return pick_q<5, Exp>(Q);
+    case 6: return pick_q<6, Exp>(Q);
     default: return nullptr;
   }
 }

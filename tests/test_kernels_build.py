@@ -1,4 +1,5 @@
-"""The C++ kernels' build: loading them leaves the process's floating-point state alone.
+"""The C++ kernels' build (softlin.kernels.build): loading them leaves the process's floating-point
+state alone; the cache is keyed by content, not place; the switch that turns the kernels off.
 
 Before the fix the library was linked with -ffast-math, which links GCC's crtfastmath.o: its
 constructor sets flush-to-zero / denormals-are-zero (MXCSR) for the whole process on load, and
@@ -9,13 +10,13 @@ import sys
 
 import pytest
 
-from softlin import fused
+from softlin.kernels import build
 
 SCRIPT = r"""
 import numpy as np
 before = (np.array([1e-308]) / 100)[0]
-from softlin import fused
-assert fused.available(), "kernel not built"
+from softlin.kernels import build
+assert build.available(), "kernel not built"
 after = (np.array([1e-308]) / 100)[0]
 tiny = np.nextafter(0.0, 1.0)
 print(repr(float(before)), repr(float(after)), repr(float(np.array([tiny])[0] * 1.0)))
@@ -23,7 +24,7 @@ print(repr(float(before)), repr(float(after)), repr(float(np.array([tiny])[0] * 
 
 
 def test_loading_the_kernel_keeps_subnormals():
-    if not fused.available():
+    if not build.available():
         pytest.skip("C++ kernels unavailable")
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
     before, after, tiny = (float(x) for x in out.stdout.split())
@@ -34,25 +35,11 @@ def test_loading_the_kernel_keeps_subnormals():
 def test_build_flags():
     """-ffast-math only in the compile step, never at link time; the x86-only vector-width flag
     only on x86."""
-    assert "-ffast-math" in fused.compile_flags()
-    assert "-ffast-math" not in fused.link_flags()
+    assert "-ffast-math" in build.compile_flags()
+    assert "-ffast-math" not in build.link_flags()
     import platform
     if platform.machine() not in ("x86_64", "AMD64"):
-        assert "-mprefer-vector-width=512" not in fused.compile_flags()
-
-
-def test_entry_point_checks_parameter_shapes():
-    """U and v of the wrong size are refused by the kernel (before it reads them)."""
-    if not fused.use_kernels():
-        pytest.skip("C++ kernels unavailable")
-    import jax.numpy as jnp  # float64: conftest enables it, as importing softlin.fused does
-
-    zT = jnp.ones((2, 4, 5))
-    zq = jnp.ones((2, 1, 4))
-    with pytest.raises(Exception, match="U must be"):
-        fused.softmax_moments(jnp.ones((3, 3)), jnp.ones(4), zT, zq, 5)
-    with pytest.raises(Exception, match="U must be"):
-        fused.softmax_moments(jnp.ones((4, 4)), jnp.ones(3), zT, zq, 5)
+        assert "-mprefer-vector-width=512" not in build.compile_flags()
 
 
 def test_a_copy_of_the_repository_reuses_the_build(tmp_path, monkeypatch):
@@ -69,13 +56,25 @@ def test_a_copy_of_the_repository_reuses_the_build(tmp_path, monkeypatch):
         Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")
 
     monkeypatch.setenv("SOFTLIN_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(fused, "_run", fake_run)
-    monkeypatch.setattr(fused, "_load_check", lambda lib: "")  # the recorder's empty files "load"
-    first = fused.build()
-    assert len(calls) == len(fused.SOURCES) + 1      # compile each source, then link
+    monkeypatch.setattr(build, "_run", fake_run)
+    monkeypatch.setattr(build, "_load_check", lambda lib: "")  # the recorder's empty files "load"
+    first = build.build()
+    assert len(calls) == len(build.SOURCES) + 1      # compile each source, then link
     copy = tmp_path / "elsewhere" / "csrc"
-    shutil.copytree(fused._CSRC, copy)
-    monkeypatch.setattr(fused, "_CSRC", copy)
-    assert fused.build() == first and len(calls) == len(fused.SOURCES) + 1   # no new build
-    (copy / fused._HEADERS[0]).write_text((copy / fused._HEADERS[0]).read_text() + "\n// edited\n")
-    assert fused.build() != first and len(calls) == 2 * (len(fused.SOURCES) + 1)
+    shutil.copytree(build._CSRC, copy)
+    monkeypatch.setattr(build, "_CSRC", copy)
+    assert build.build() == first and len(calls) == len(build.SOURCES) + 1   # no new build
+    (copy / build._HEADERS[0]).write_text((copy / build._HEADERS[0]).read_text() + "\n// edited\n")
+    assert build.build() != first and len(calls) == 2 * (len(build.SOURCES) + 1)
+
+
+def test_switch_and_its_older_name(monkeypatch):
+    """SOFTLIN_KERNELS=0 turns the kernels off, and so does its older name SOFTLIN_FUSED=0."""
+    for var in ("SOFTLIN_KERNELS", "SOFTLIN_FUSED"):
+        monkeypatch.delenv(var, raising=False)
+    assert not build.disabled()
+    for var in ("SOFTLIN_KERNELS", "SOFTLIN_FUSED"):
+        monkeypatch.setenv(var, "0")
+        assert build.disabled()
+        monkeypatch.setenv(var, "1")
+        assert not build.disabled()

@@ -1,12 +1,11 @@
-"""The fused softmax-moment kernel: a small C++ XLA FFI custom call, built on first use.
+"""The build of the C++ kernels (softlin/kernels/csrc): one shared library, every FFI target.
 
-``softmax_moments(U, v, zT, zq, L) -> (m1, m2)`` with ``m1 = E_p[z]`` and ``m2 = E_p[(v.z) z]``
-under the softmax weights ``p_l ∝ exp((U z_q)^T z_l)`` over the first ``L`` tokens; shapes
-(n, Q, d+1).  ``L`` is a runtime value, so one compiled program serves every prompt length.  On the CPU this is
-one pass over each task's prompt (the XLA fusion of the same formula re-reads the prompt several
-times and is memory bound); elsewhere, or when no C++ compiler is available, or with
-``SOFTLIN_FUSED=0``, the pure-XLA formula :func:`softmax_moments_xla` is used.  Both are checked
-against each other and against autodiff in the tests.
+Compiled on first use into a cache keyed by the sources, the flags, jaxlib's version and the CPU
+(:func:`build`); a cached library is used only while its content matches the digest written after
+it was checked; :func:`available` loads it and registers every target of :data:`TARGETS` once per
+process.  ``SOFTLIN_KERNELS=0`` (the older name ``SOFTLIN_FUSED=0`` still works) disables the
+kernels: every target then runs its pure-XLA reference.  ``python -m softlin.kernels.build``
+builds (or finds) the library and prints its path.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ import uuid
 import warnings
 from pathlib import Path
 
-from ._jax import jax, jnp
-from .io import exclusive
+from .._jax import jax
+from ..io import exclusive
 
 _CSRC = Path(__file__).with_name("csrc")
 SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
@@ -33,7 +32,6 @@ _HEADERS = ("moments.h",)
 TARGETS = {"softmax_moments": ("softlin_softmax_moments", "SoftmaxMoments"),
            "online_sample": ("softlin_online_sample", "OnlineSample"),
            "online_step": ("softlin_online_step", "OnlineStep")}
-_TARGET = TARGETS["softmax_moments"][0]
 _BUILD_TIMEOUT_S = 600
 _STATE: dict = {}
 
@@ -180,11 +178,17 @@ def _compile(cxx: str, out: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def disabled() -> bool:
+    """Whether the environment turns the kernels off: ``SOFTLIN_KERNELS=0`` or its older name
+    ``SOFTLIN_FUSED=0``."""
+    return "0" in (os.environ.get("SOFTLIN_KERNELS"), os.environ.get("SOFTLIN_FUSED"))
+
+
 def available() -> bool:
     """Whether the compiled CPU kernels are in use (built and registered once per process)."""
     if "ok" not in _STATE:
         ok = False
-        if os.environ.get("SOFTLIN_FUSED", "1") != "0":
+        if not disabled():
             # idle OpenMP threads sleep instead of spinning: several jobs share a small machine
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
@@ -207,53 +211,5 @@ def use_kernels() -> bool:
     return jax.default_backend() == "cpu" and available()
 
 
-def check_length(L, l_max: int) -> None:
-    """Raise the same ValueError on both paths when a concrete prompt length ``L`` is outside
-    ``[1, l_max]`` (the C++ kernel also refuses it at run time, the XLA formula gives NaN, for a
-    traced ``L`` that no Python check can see)."""
-    try:
-        value = int(L)
-    except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError):
-        return  # traced: checked when the program runs
-    if not 1 <= value <= l_max:
-        raise ValueError(f"softmax_moments: prompt length L = {value} outside [1, l_max = {l_max}]")
-
-
-def softmax_moments_xla(U, v, zT, zq, L):
-    """Pure-XLA ``(E_p[z], E_p[(v.z) z])`` over the first L tokens; zT (n, D, l_max), zq (n, Q, D).
-    A prompt length outside ``[1, l_max]`` raises (concrete) or gives NaN (traced)."""
-    check_length(L, zT.shape[-1])
-    m1, m2 = _moments_xla(U, v, zT, zq, L)
-    bad = (L < 1) | (L > zT.shape[-1])
-    return jnp.where(bad, jnp.nan, m1), jnp.where(bad, jnp.nan, m2)
-
-
-def _moments_xla(U, v, zT, zq, L):
-    a = zq @ U.T
-    vz = jnp.sum(v[:, None] * zT, axis=1)
-    keep = jnp.arange(zT.shape[-1]) < L
-    m1, m2 = [], []
-    for q in range(zq.shape[1]):  # one query at a time keeps XLA's fusions on (n, l_max) arrays
-        s = jnp.where(keep, jnp.sum(a[:, q, :, None] * zT, axis=1), -jnp.inf)
-        e = jnp.exp(s - jnp.max(s, axis=-1, keepdims=True))
-        s0 = jnp.sum(e, axis=-1)[:, None]
-        m1.append(jnp.sum(e[:, None, :] * zT, axis=-1) / s0)
-        m2.append(jnp.sum((e * vz)[:, None, :] * zT, axis=-1) / s0)
-    return jnp.stack(m1, axis=1), jnp.stack(m2, axis=1)
-
-
-def softmax_moments(U, v, zT, zq, L):
-    """``(E_p[z], E_p[(v.z) z])`` per task and query over the first ``L`` tokens (L may be traced;
-    a concrete L outside ``[1, l_max]`` raises the same ValueError on both paths)."""
-    check_length(L, zT.shape[-1])
-    if use_kernels():
-        out = jax.ShapeDtypeStruct(zq.shape, jnp.float64)
-        call = jax.ffi.ffi_call(_TARGET, (out, out), vmap_method="sequential")
-        return call(jnp.asarray(U, jnp.float64), jnp.asarray(v, jnp.float64),
-                    jnp.asarray(zT, jnp.float64), jnp.asarray(zq, jnp.float64),
-                    jnp.asarray(L, jnp.int64))
-    return softmax_moments_xla(U, v, zT, zq, L)
-
-
-if __name__ == "__main__":  # `python -m softlin.fused`: build (or find) the kernel and say where
-    print(build() if available() else "fused kernel unavailable: the XLA formula will be used")
+if __name__ == "__main__":  # `python -m softlin.kernels.build`: build (or find) the library and say where
+    print(build() if available() else "C++ kernels unavailable: the XLA formulas will be used")

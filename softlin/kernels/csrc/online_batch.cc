@@ -278,7 +278,7 @@ template <int D>
 static void step_all(const Law& law, int64_t n, int64_t S, const double* U, const double* v,
                      const int64_t* Ls, int64_t R, const int64_t* Llin, int64_t K, double* zq,
                      double* yq, double* m1, double* m2, double* G) {
-  const softlin::TaskFn fn = softlin::pick(D, 1, /*inline_exp=*/false);  // docs/c5_* bits
+  const softlin::TaskFn fn = softlin::pick<softlin::LibmExp>(D, 1);  // docs/c5_* bits
 #pragma omp parallel
   {
     Scratch sc;
