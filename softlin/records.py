@@ -78,9 +78,11 @@ def _check(key: str, x: np.ndarray, like) -> np.ndarray:
     return x
 
 
-def from_arrays(arrays, like, where: str = "record"):
+def from_arrays(arrays, like, where: str = "record", partial: bool = False):
     """The tree of ``like``'s structure whose leaves are ``arrays[tree path]`` (numpy), checked
-    against ``like``'s leaves; ``arrays``: a mapping (an open ``np.load``, a dict)."""
+    against ``like``'s leaves; ``arrays``: a mapping (an open ``np.load``, a dict).  ``partial``:
+    entries the template does not name are allowed (and not read): a header such as a
+    checkpoint's fingerprint, read before the whole record."""
     expected = _flat(like)
     keys = set(arrays.keys())
     missing = [k for k, _ in expected if k not in keys]
@@ -88,20 +90,21 @@ def from_arrays(arrays, like, where: str = "record"):
         raise RecordError(f"{where} lacks {len(missing)} entr{'y' if len(missing) == 1 else 'ies'} "
                           f"of the template, first {missing[0]!r}")
     extra = sorted(keys - {k for k, _ in expected})
-    if extra:
+    if extra and not partial:
         raise RecordError(f"{where} has {len(extra)} entr{'y' if len(extra) == 1 else 'ies'} "
                           f"the template does not, first {extra[0]!r}")
     leaves = [_check(k, np.asarray(arrays[k]), x) for k, x in expected]
     return jax.tree.unflatten(jax.tree.structure(like), leaves)
 
 
-def load(path, like):
-    """The record at ``path`` read against the template ``like`` (numpy leaves; see the module)."""
+def load(path, like, partial: bool = False):
+    """The record at ``path`` read against the template ``like`` (numpy leaves; see the module;
+    ``partial``: see :func:`from_arrays`)."""
     import zipfile
 
     try:
         with np.load(path) as f:
-            return from_arrays(f, like, where=str(path))
+            return from_arrays(f, like, where=str(path), partial=partial)
     except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:  # truncated, garbled
         if isinstance(err, (RecordError, FileNotFoundError)):
             raise
