@@ -106,3 +106,52 @@ def test_truncated_or_garbled_file_is_refused(tmp_path):
     with pytest.raises(RecordError, match="does not read as a record"):
         records.load(path, _tree())
 
+
+
+def test_partial_read_takes_only_the_templates_entries(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, _tree())
+    got = records.load(path, {"fingerprint": np.array("0" * 16)}, partial=True)
+    assert str(got["fingerprint"]) == "0123456789abcdef"
+    with pytest.raises(RecordError, match="lacks 1 entry"):
+        records.load(path, {"other": np.zeros(1)}, partial=True)
+
+
+def _same_leaves(a, b):
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("seed_order", [False, True])
+def test_c3_record_reads_back_against_its_config_template(tmp_path, seed_order):
+    """A c3_train job's record, read against c3.runs_like(config), is the trained Runs bit for bit."""
+    from softlin.claims import c3
+    from softlin.tasks import sample
+
+    tasks = sample(7, 2, np.eye(2), 2, 1, 16, "gauss")
+    cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "offblock_seed_order": seed_order}
+    runs = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None, seed_order=seed_order)
+    records.save(tmp_path / "t.npz", runs)
+    _same_leaves(records.load(tmp_path / "t.npz", c3.runs_like(cfg)), runs)
+    with pytest.raises(RecordError, match=r"\.softmax\[8\]"):  # another L list: refused, naming the run
+        records.load(tmp_path / "t.npz", c3.runs_like({**cfg, "L": [4, 8, 16]}))
+
+
+@pytest.mark.parametrize("parametrisation", ["qkvo", "uv"])
+def test_c5_record_reads_back_against_its_config_template(tmp_path, parametrisation):
+    """A c5_train job's record (2 restarts), read against c5.job_like(config, Ls), bit for bit."""
+    from softlin.claims import c5
+
+    cfg = dict(d=3, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
+               parametrisation=parametrisation, models=["softmax", "linear"], seed=3, init_seed=0, steps=20,
+               batch=4, optimizer={"name": "sgd", "lr": 1e-2}, streams="shared", log_every=10,
+               chunk=20, sample_dtype="float32", restarts=2, restart_select_frac=0.5)
+    job = c5.train_run(cfg, [6, 4])
+    records.save(tmp_path / "j.npz", job)
+    back = records.load(tmp_path / "j.npz", c5.job_like(cfg, [6, 4]))
+    _same_leaves(back, job)
+    assert back.L.tolist() == [4, 6] and back.runs["softmax"].end_loss.shape == (2, 2)
+    with pytest.raises(RecordError, match=r"\.runs\['linear'\]\.end_loss: shape \(2, 2\), the template expects \(3, 2\)"):
+        records.load(tmp_path / "j.npz", c5.job_like({**cfg, "restarts": 3}, [6, 4]))
