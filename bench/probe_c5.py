@@ -13,8 +13,8 @@ import os
 import sys
 import time
 
+from softlin import records
 from softlin.claims import c5
-from softlin.io import save_npz
 
 cfg = json.load(open(sys.argv[1]))
 out_dir = sys.argv[2]
@@ -24,5 +24,5 @@ for spec in sys.argv[3:]:
     opt = {"name": name, "lr": float(lr), "schedule": sched, "momentum": float(mom[0]) if mom else 0.0}
     t = time.perf_counter()
     job = c5.train_run({"restarts": 1, "restart_select_frac": 0.1, **cfg, "optimizer": opt}, cfg["L"])
-    save_npz(os.path.join(out_dir, f"{spec.replace(':', '_')}.npz"), **job)
+    records.save(os.path.join(out_dir, f"{spec.replace(':', '_')}.npz"), job)
     print(f"== {spec}: trained in {time.perf_counter() - t:.0f} s", flush=True)

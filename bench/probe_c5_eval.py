@@ -2,7 +2,8 @@
 
     python bench/probe_c5_eval.py CFG.json PROBE.npz[,RESTART.npz,...] [...]
 
-CFG.json: the c5_metrics job's settings (`params.cfg` of rule c5_metrics).  For each probe: every
+CFG.json: the c5_metrics job's settings (`params.cfg` of rule c5_metrics) with the training's
+`parametrisation` and `log_every` (`params.record`: the probes' record shape).  For each probe: every
 run's test risk against its class reference (softlin.claims.c5_eval) and end-of-training
 flatness; the number of unconverged runs.  C5a/C5b quantities are computed by the evaluation but
 deliberately not printed: the converged variant is chosen on convergence alone.  Probes joined by
@@ -14,6 +15,7 @@ import sys
 
 import numpy as np
 
+from softlin import records
 from softlin.claims import c5, c5_convergence, c5_eval
 from softlin.params import Params
 
@@ -21,13 +23,12 @@ cfg = json.load(open(sys.argv[1]))
 Ls = list(cfg["L"])
 for path in sys.argv[2:]:
     jobs = []
-    for part in path.split(","):
-        with np.load(part) as f:
-            jobs.append(dict(f))
+    for part in path.split(","):  # each written by bench/probe_c5.py (one restart each)
+        jobs.append(records.load(part, c5.job_like({"restarts": 1, **cfg}, Ls)))
     job = c5.best_of_restarts(jobs, cfg["models"], 0.1) if len(jobs) > 1 else jobs[0]
     if len(jobs) > 1:
         print(path, "restart chosen per L:",
-              {m: job[f"{m}_restart"].tolist() for m in cfg["models"]})
+              {m: job.runs[m].restart.tolist() for m in cfg["models"]})
     runs = c5.split_runs(job, cfg["models"])
     stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
              for m in cfg["models"]}

@@ -8,11 +8,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from . import records
 from ._jax import jax, jnp
-from .io import save_npz
 
 
 def fingerprint(**settings) -> str:
@@ -26,16 +27,25 @@ def previous_checkpoint(path) -> Path:
     return path.with_name(f"{path.stem}.prev{path.suffix}")
 
 
+class Checkpoint(NamedTuple):
+    """What a checkpoint file holds (one :mod:`softlin.records` record): the training state's
+    ``params``, ``opt`` and ``step``, the logged ``losses`` ``{model: (runs, windows so far)}`` and
+    the settings' ``fingerprint``."""
+
+    params: dict
+    opt: dict
+    step: object
+    losses: dict
+    fingerprint: object
+
+
 def save_checkpoint(path, state, losses: dict, fp: str) -> None:
     """Write the state atomically, keeping the previous checkpoint as :func:`previous_checkpoint`
     (a checkpoint that later fails to load leaves one to resume from)."""
     path = Path(path)
-    leaves = jax.tree.leaves((state.params, state.opt))
     if path.exists():
         os.replace(path, previous_checkpoint(path))
-    save_npz(path, step=np.asarray(state.step), fingerprint=np.array(fp),
-             **{f"loss_{m}": x for m, x in losses.items()},
-             **{f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)})
+    records.save(path, Checkpoint(state.params, state.opt, state.step, dict(losses), np.array(fp)))
 
 
 def set_aside(path) -> Path:
@@ -50,14 +60,17 @@ def set_aside(path) -> Path:
 
 
 def _read_checkpoint(path: Path, like, fp: str):
-    with np.load(path) as f:
-        if str(f["fingerprint"]) != fp:
-            return None
-        treedef = jax.tree.structure((like.params, like.opt))
-        leaves = [jnp.asarray(f[f"leaf{i}"]) for i in range(treedef.num_leaves)]
-        params, opt = jax.tree.unflatten(treedef, leaves)
-        losses = {m: np.asarray(f[f"loss_{m}"]) for m in like.params}
-        return like._replace(params=params, opt=opt, step=jnp.asarray(f["step"])), losses
+    """(state, losses) read against the template ``like`` (the state training starts from), or
+    None when the file was written by other settings (its fingerprint, read first, differs)."""
+    head = Checkpoint(None, None, None, None, np.array(fp))
+    if str(records.load(path, head, partial=True).fingerprint) != fp:
+        return None
+    runs = {m: jax.tree.leaves(p)[0].shape[0] for m, p in like.params.items()}
+    got = records.load(path, Checkpoint(like.params, like.opt, like.step,
+                                        {m: records.Spec((n, None), np.float64) for m, n in runs.items()},
+                                        np.array(fp)))
+    params, opt, step = jax.tree.map(jnp.asarray, (got.params, got.opt, got.step))
+    return like._replace(params=params, opt=opt, step=step), got.losses
 
 
 def load_checkpoint(path, like, fp: str, report=None):

@@ -93,15 +93,15 @@ def gradient_descent(model: str, params0: Params, tasks: Tasks, L=None, lr: floa
     return run_descent(vg, data, p0, lr, steps, record_every, convention)
 
 
-# --------------------------------------------------------------------------- npz form
-def trajectory_arrays(prefix: str, traj) -> dict:
-    """Flatten a Trajectory into npz entries ``{prefix}_U``, ``_v``, ``_loss``, ``_step``, ``_final_U``, ``_final_v``."""
-    return {f"{prefix}_U": traj.params.U, f"{prefix}_v": traj.params.v, f"{prefix}_loss": traj.loss,
-            f"{prefix}_step": traj.step, f"{prefix}_final_U": traj.final.U,
-            f"{prefix}_final_v": traj.final.v}
+# --------------------------------------------------------------------------- record template
+def trajectory_like(d: int, steps: int, record_every: int) -> Trajectory:
+    """The template (:class:`softlin.records.Spec` leaves) of a trajectory of ``d``-dimensional
+    tasks recorded every ``record_every`` of ``steps`` steps (:mod:`softlin.records` reads it back)."""
+    from .records import Spec
 
+    n_rec = _check_schedule(1.0, steps, record_every, "standard")
+    D = int(d) + 1
 
-def trajectory_from(npz, prefix: str):
-    """Inverse of :func:`trajectory_arrays`: (recorded Params, loss, step, final Params), numpy."""
-    return (Params(npz[f"{prefix}_U"], npz[f"{prefix}_v"]), npz[f"{prefix}_loss"],
-            npz[f"{prefix}_step"], Params(npz[f"{prefix}_final_U"], npz[f"{prefix}_final_v"]))
+    def params(*lead):
+        return Params(Spec((*lead, D, D), np.float64), Spec((*lead, D), np.float64))
+    return Trajectory(params(n_rec), Spec((n_rec,), np.float64), Spec((n_rec,), np.int64), params())

@@ -418,7 +418,7 @@ def test_train_run_and_split():
     assert runs["softmax", 6]["init_seed"] == 0
     assert sorted(runs) == [("linear", 6), ("linear", 11), ("softmax", 6), ("softmax", 11)]
     assert runs["linear", 6]["U"].shape == (D, D) and runs["linear", 6]["loss"].shape == (4,)
-    raw = qkvo.QKVO(*(jnp.asarray(job[f"softmax_raw{i}"][1]) for i in range(4)))
+    raw = qkvo.QKVO(*(jnp.asarray(x[1]) for x in job.runs["softmax"].raw))
     np.testing.assert_allclose(runs["softmax", 11]["U"], np.asarray(qkvo.to_uv(raw).U), rtol=1e-14)
 
 
@@ -525,10 +525,10 @@ def test_best_of_restarts_keeps_the_lowest_end_loss_per_run():
     from the same restart."""
     L, steps = np.array([10, 20]), np.arange(1, 21) * 50
 
-    def job(k, loss):
-        return {"L": L, "loss_step": steps, "steps": 1000, "steps_per_s": 100.0 + k,
-                "softmax_U": np.full((2, 6, 6), float(k)), "softmax_v": np.full((2, 6), float(k)),
-                "softmax_loss": loss}
+    def job(k, loss, L=L):
+        return c5.Job(L, steps, np.asarray(1000), np.asarray(100.0 + k), {"softmax": c5.Run(
+            np.full((2, 6, 6), float(k)), np.full((2, 6), float(k)), loss, np.full(2, k), Params(
+                np.full((2, 6, 6), float(k)), np.full((2, 6), float(k))))})
 
     early_low = np.ones((2, 20))
     early_low[:, :18] = 0.1            # lowest early, ends at 1.0 on both lengths
@@ -536,14 +536,15 @@ def test_best_of_restarts_keeps_the_lowest_end_loss_per_run():
     a[1, -2:] = [0.3, 0.5]             # ... 0.4 at L = 20
     b = np.full((2, 20), 0.45)         # 0.45 on both lengths
     out = c5.best_of_restarts([job(0, early_low), job(1, a), job(2, b)], ["softmax"], 0.1)
-    assert out["softmax_restart"].tolist() == [2, 1]
-    assert out["softmax_U"][:, 0, 0].tolist() == [2.0, 1.0]
-    assert out["softmax_v"][:, 0].tolist() == [2.0, 1.0]
-    np.testing.assert_array_equal(out["softmax_loss"][0], b[0])
-    np.testing.assert_array_equal(out["softmax_loss"][1], a[1])
-    np.testing.assert_allclose(out["softmax_end_loss"], [[1.0, 1.0], [0.5, 0.4], [0.45, 0.45]])
+    r = out.runs["softmax"]
+    assert r.restart.tolist() == [2, 1] and r.init_seed.tolist() == [2, 1]
+    assert r.U[:, 0, 0].tolist() == [2.0, 1.0] and r.raw.U[:, 0, 0].tolist() == [2.0, 1.0]
+    assert r.v[:, 0].tolist() == [2.0, 1.0]
+    np.testing.assert_array_equal(r.loss[0], b[0])
+    np.testing.assert_array_equal(r.loss[1], a[1])
+    np.testing.assert_allclose(r.end_loss, [[1.0, 1.0], [0.5, 0.4], [0.45, 0.45]])
     with pytest.raises(ValueError, match="share"):
-        c5.best_of_restarts([job(0, a), {**job(1, a), "L": np.array([10, 30])}], ["softmax"], 0.1)
+        c5.best_of_restarts([job(0, a), job(1, a, np.array([10, 30]))], ["softmax"], 0.1)
 
 
 def test_train_run_restarts_keep_the_lone_run_of_lowest_end_loss(tmp_path):
@@ -561,13 +562,14 @@ def test_train_run_restarts_keep_the_lone_run_of_lowest_end_loss(tmp_path):
     lone = {s: c5.train_run({**cfg, "init_seed": s, "restarts": 1}, [6, 11]) for s in (4, 5, 6)}
     for m in cfg["models"]:
         for i in range(2):
-            ends = {s: lone[s][f"{m}_loss"][i][2:].mean() for s in lone}
-            s = int(job[f"{m}_init_seed"][i])
+            ends = {s: lone[s].runs[m].loss[i][2:].mean() for s in lone}
+            s = int(job.runs[m].init_seed[i])
             assert s == min(ends, key=ends.get) and len(set(ends.values())) == 3
             for k in ("U", "v", "loss"):
-                np.testing.assert_allclose(job[f"{m}_{k}"][i], lone[s][f"{m}_{k}"][i], rtol=1e-12, atol=1e-15)
+                np.testing.assert_allclose(getattr(job.runs[m], k)[i], getattr(lone[s].runs[m], k)[i],
+                                           rtol=1e-12, atol=1e-15)
     again = c5.train_run(cfg, [6, 11], checkpoint=ck)  # every restart resumes at its end
-    np.testing.assert_array_equal(again["softmax_U"], job["softmax_U"])
+    np.testing.assert_array_equal(again.runs["softmax"].U, job.runs["softmax"].U)
 
 
 # --------------------------------------------------------------------------- issue 24: errors, replicates, rate

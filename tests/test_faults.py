@@ -444,7 +444,7 @@ def test_training_stops_at_once_on_sigint_with_its_checkpoint(tmp_path):
     text = log.read_text()
     assert "stopped by SIGINT" in text and str(ck) in text
     with np.load(ck) as f:
-        assert int(f["step"]) % 20000 == 0 and int(f["step"]) > 0
+        assert int(f[".step"]) % 20000 == 0 and int(f[".step"]) > 0
 
 
 def test_xla_and_kernel_paths_refuse_the_same_prompt_lengths():

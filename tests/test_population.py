@@ -1,4 +1,4 @@
-"""The public population API (``population.population_risk``, ``params.bayes_optimum``,
+"""The public population API (``population.population_risk``, ``population.bayes_optimum``,
 ``population.population_gradient_descent``) against independent sources: a Monte-Carlo estimate written
 here in plain numpy, the sympy solution of S2, and a numpy loop on S2's derived gradient."""
 import numpy as np
@@ -45,7 +45,7 @@ def test_population_risk_vs_monte_carlo_dense_params(rng, d):
 
 @pytest.mark.parametrize("name", SIGMAS)
 def test_bayes_optimum_is_the_s2_solution(name):
-    """``params.bayes_optimum`` equals the optimum sympy solved for (S2), and is a zero of the risk and its gradient
+    """``population.bayes_optimum`` equals the optimum sympy solved for (S2), and is a zero of the risk and its gradient
     (S2's closed forms, and independently a plain-numpy Monte Carlo with finite differences)."""
     S = SIGMAS[name]
     ps = population.bayes_optimum(S)

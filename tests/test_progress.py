@@ -10,14 +10,20 @@ from softlin.tasks import sample
 def test_c3_progress_line_follows_its_arrays(monkeypatch):
     """Each ``L=... done`` line of a C3 training job comes after the job has fetched (waited for)
     that L's softmax and linear trajectories; the job's output holds numpy arrays only."""
-    events = []
-    real_get = c3.jax.device_get
+    events, label = [], {}
+    real_get, real_gd = c3.jax.device_get, c3.train.gradient_descent
+
+    def gradient_descent(model, *args, L=None, **kw):
+        traj = real_gd(model, *args, L=L, **kw)
+        label[id(traj)] = (model, L)
+        return traj
 
     def device_get(tree):
         out = real_get(tree)
-        events.append(("fetched", set(tree)))
+        events.append(("fetched", {label.get(id(tree))}))
         return out
 
+    monkeypatch.setattr(c3.train, "gradient_descent", gradient_descent)
     monkeypatch.setattr(c3.jax, "device_get", device_get)
     tasks = sample(7, 2, np.eye(2), 2, 1, 16, "gauss")
     out = c3.train_setting(tasks, [4, 16], 0.01, 20, 10, "seed",
@@ -30,12 +36,13 @@ def test_c3_progress_line_follows_its_arrays(monkeypatch):
             continue
         n_lines += 1
         if what.startswith("linear(inf) done"):
-            assert "limit_U" in fetched, events
+            assert ("limit", None) in fetched, events
         m = re.match(r"L=(\d+) done", what)
         if m:
-            assert {f"softmax_L{m.group(1)}_U", f"linear_L{m.group(1)}_U"} <= fetched, (what, events)
+            assert {("softmax", int(m.group(1))), ("linear", int(m.group(1)))} <= fetched, (what, events)
     assert n_lines == 3
-    assert all(isinstance(v, np.ndarray) for v in out.values()), {k: type(v) for k, v in out.items()}
+    leaves = c3.jax.tree.leaves(out)
+    assert len(leaves) == 5 * 6 and all(isinstance(v, np.ndarray) for v in leaves), [type(v) for v in leaves]
 
 
 def test_detail_goes_to_the_log_only(tmp_path, capsys):

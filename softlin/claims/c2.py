@@ -21,7 +21,7 @@ from .. import concentration as conc
 from .. import metrics
 from ..params import Params, split_flat
 from ..tasks import Tasks, check_sigma
-from ..train import trajectory_from
+from ..train import Trajectory
 from . import curves
 
 PARTS = ("U", "v")
@@ -184,15 +184,15 @@ def pair_blocks(tasks, n_blocks: int) -> list:
     return out
 
 
-def along_trajectory(traj, tasks, Ls, n_blocks: int, progress=print) -> dict:
-    """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run; max over steps.
+def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print) -> dict:
+    """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run ``limit``; max over steps.
 
     Computed on ``n_blocks`` blocks of C3's training pairs (:func:`pair_blocks`): ``block_diff``
     (n_blocks, n_rec, n_L, K), the gradient difference of each block; the gap of all tasks is the
     norm of their mean.  linear(inf) never sees the prompt tokens (its risk reads w and the
     queries), so given the trajectory the blocks' prompts are independent: the jackknife over the
     blocks (:func:`trajectory_fit`) is the prompt-sampling error of the gaps along this trajectory."""
-    rec, _, step, _ = trajectory_from(traj, "limit")
+    rec, step = limit.params, limit.step
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
     block_diff = []
     for b, blk in enumerate(pair_blocks(tasks, n_blocks)):

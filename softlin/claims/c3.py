@@ -8,60 +8,77 @@ held-out risks, distance to ``theta*``, off-block mass; seed averages and OLS sl
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import metrics, models, params, population, train
 from .._jax import jax
-from ..train import trajectory_arrays, trajectory_from
+from ..train import Trajectory
 
 AVERAGED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "R_pop_at_eval", "dist_bayes",
             "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
 FITTED = ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")
 
 
-SEED_ORDER = "seedorder_"  # prefix of the trajectories trained without pair summation (C3d)
+class SeedOrderRuns(NamedTuple):
+    """The runs trained without pair summation (C3d): ``limit`` and ``softmax`` ``{L: Trajectory}``."""
+
+    limit: Trajectory
+    softmax: dict
+
+
+class Runs(NamedTuple):
+    """All trajectories of one (setting, seed), the record of a ``c3_train`` job: ``limit``
+    (linear(inf)), ``softmax`` and ``linear`` ``{L: Trajectory}``, ``seed_order`` (C3d; None without)."""
+
+    limit: Trajectory
+    softmax: dict
+    linear: dict
+    seed_order: SeedOrderRuns | None = None
+
+
+def runs_like(cfg: dict) -> Runs:
+    """The template of :func:`train_setting`'s record (:mod:`softlin.records`), from the C3 config
+    section (``d``, ``L``, ``steps``, ``record_every``, ``offblock_seed_order``: what its shape depends on)."""
+    t = train.trajectory_like(cfg["d"], cfg["steps"], cfg["record_every"])
+    by_L = {int(L): t for L in cfg["L"]}
+    return Runs(t, by_L, dict(by_L), SeedOrderRuns(t, dict(by_L)) if cfg["offblock_seed_order"] else None)
 
 
 def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print,
-                  seed_order: bool = False) -> dict:
+                  seed_order: bool = False) -> Runs:
     """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L.
 
     ``seed_order``: also train ``limit`` and ``softmax(L)`` with the tasks summed in the seed's
     order instead of pairing antithetic partners first (``train.gradient_descent(...,
-    reduction="seed_order")``), stored with the prefix ``seedorder_``: the runs on which C3d
+    reduction="seed_order")``), kept in ``Runs.seed_order``: the runs on which C3d
     measures how far a rounding-level asymmetry grows (the paired runs keep it at 0 by construction).
     Each progress line is printed once its arrays exist (``jax.device_get`` waits for JAX's
     asynchronous dispatch), so the log says where the job is.
     """
     p0 = params.init_eq9(tasks.sigma)
-    reductions = ("pairs", "seed_order") if seed_order else ("pairs",)
-    out = {}
-    for red in reductions:
-        pre = SEED_ORDER if red == "seed_order" else ""
-        out.update(jax.device_get(trajectory_arrays(pre + "limit", train.gradient_descent(
-            "limit", p0, tasks, lr=lr, steps=steps, record_every=record_every, convention=convention,
-            reduction=red))))
+
+    def run(model, L=None, reduction="pairs"):
+        return jax.device_get(train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
+                                                     record_every=record_every, convention=convention,
+                                                     reduction=reduction))
+    limit = run("limit")
+    so_limit = run("limit", reduction="seed_order") if seed_order else None
     progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
+    soft, lin, so_soft = {}, {}, {}
     for i, L in enumerate(Ls):
-        for model in ("softmax", "linear"):
-            traj = train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
-                                          record_every=record_every, convention=convention)
-            out.update(jax.device_get(trajectory_arrays(f"{model}_L{L}", traj)))
+        soft[int(L)], lin[int(L)] = run("softmax", L), run("linear", L)
         if seed_order:
-            traj = train.gradient_descent("softmax", p0, tasks, L=L, lr=lr, steps=steps,
-                                          record_every=record_every, convention=convention,
-                                          reduction="seed_order")
-            out.update(jax.device_get(trajectory_arrays(f"{SEED_ORDER}softmax_L{L}", traj)))
+            so_soft[int(L)] = run("softmax", L, "seed_order")
         progress(f"L={L} done ({i + 1}/{len(Ls)})")
-    out["Ls"] = np.asarray(Ls)
-    return out
+    return Runs(limit, soft, lin, SeedOrderRuns(so_limit, so_soft) if seed_order else None)
 
 
-def _offblock_max_along(traj, name) -> float:
+def _offblock_max_along(t: Trajectory) -> float:
     """Largest off-block mass (U or v part) over the recorded iterates and the final one."""
-    rec, _, _, final = trajectory_from(traj, name)
-    mu, mv = metrics.offblock_mass(rec)
-    fu, fv = metrics.offblock_mass(final)
+    mu, mv = metrics.offblock_mass(t.params)
+    fu, fv = metrics.offblock_mass(t.final)
     return float(max(np.max(mu), np.max(mv), fu, fv))
 
 
@@ -96,22 +113,21 @@ def peak_growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = 
                for i in range(steps.size - n_records + 1))
 
 
-def offblock_growth(traj, name, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> tuple[float, float]:
+def offblock_growth(t: Trajectory, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> tuple[float, float]:
     """``(rate at the end, peak rate)`` of the off-block mass (the larger of the U and v parts) of run
-    ``name``: :func:`growth_rate` over the last records and :func:`peak_growth_rate`."""
-    rec, _, step, _ = trajectory_from(traj, name)
-    mu, mv = metrics.offblock_mass(rec)
+    ``t``: :func:`growth_rate` over the last records and :func:`peak_growth_rate`."""
+    mu, mv = metrics.offblock_mass(t.params)
     m = np.maximum(mu, mv)
-    return growth_rate(step, m, n_records, floor), peak_growth_rate(step, m, n_records, floor)
+    return growth_rate(t.step, m, n_records, floor), peak_growth_rate(t.step, m, n_records, floor)
 
 
-def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, rate: dict | None = None):
+def seed_rows(traj: Runs, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, rate: dict | None = None):
     """Per-L metric rows of one seed (the seed log's per-L lines) and the ``theta_inf`` summary.
 
     ``rate``: ``{"records": n, "floor": f}`` of :func:`offblock_growth` (defaults: the module's)."""
     rate = {"n_records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else \
         {"n_records": rate["records"], "floor": rate["floor"]}
-    inf_rec, inf_loss, _, inf_final = trajectory_from(traj, "limit")
+    inf_rec, inf_loss, _, inf_final = traj.limit
     star = population.bayes_optimum(sigma)
     ob_inf = metrics.offblock_mass(inf_final)
     theta_inf_norm = float(np.sqrt(np.sum(inf_final.U ** 2) + np.sum(inf_final.v ** 2)))
@@ -119,19 +135,18 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, ra
                 R_final=float(inf_loss[-1]), theta_inf_norm=theta_inf_norm,
                 offblock_inf_U=float(ob_inf[0]), offblock_inf_v=float(ob_inf[1]),
                 dist_bayes_inf=float(metrics.theta_dist(inf_final, star)))
-    seed_order = f"{SEED_ORDER}limit_U" in traj
-    if seed_order:
-        _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}limit")
-        ob_so = metrics.offblock_mass(so_final)
+    so = traj.seed_order
+    if so is not None:
+        ob_so = metrics.offblock_mass(so.limit.final)
         info.update(offblock_seed_order_inf_U=float(ob_so[0]), offblock_seed_order_inf_v=float(ob_so[1]),
-                    offblock_seed_order_inf_along=_offblock_max_along(traj, f"{SEED_ORDER}limit"),
+                    offblock_seed_order_inf_along=_offblock_max_along(so.limit),
                     **dict(zip(("offblock_seed_order_inf_rate", "offblock_seed_order_inf_peak_rate"),
-                               offblock_growth(traj, f"{SEED_ORDER}limit", **rate))))
+                               offblock_growth(so.limit, **rate))))
     eval_data = models.prompt_data(eval_tasks, int(eval_L))
     rows = []
     for L in Ls:
-        s_rec, s_loss, _, s_final = trajectory_from(traj, f"softmax_L{L}")
-        l_rec, _, _, _ = trajectory_from(traj, f"linear_L{L}")
+        s_rec, s_loss, _, s_final = traj.softmax[int(L)]
+        l_rec = traj.linear[int(L)].params
         d_inf = metrics.theta_dist(s_rec, inf_rec)
         d_lin = metrics.theta_dist(s_rec, l_rec)
         ob = metrics.offblock_mass(s_final)
@@ -144,13 +159,12 @@ def seed_rows(traj, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, ra
             R_pop_at_eval=float(models.risk_of("softmax", s_final, eval_data)),
             R_init=info["R_init"], dist_bayes=float(metrics.theta_dist(s_final, star)),
             offblock_U=float(ob[0]), offblock_v=float(ob[1]), theta_inf_norm=theta_inf_norm))
-        if seed_order:
-            _, _, _, so_final = trajectory_from(traj, f"{SEED_ORDER}softmax_L{L}")
-            ob_so = metrics.offblock_mass(so_final)
+        if so is not None:
+            ob_so = metrics.offblock_mass(so.softmax[int(L)].final)
             rows[-1].update(offblock_seed_order_U=float(ob_so[0]), offblock_seed_order_v=float(ob_so[1]),
-                            offblock_seed_order_along=_offblock_max_along(traj, f"{SEED_ORDER}softmax_L{L}"),
+                            offblock_seed_order_along=_offblock_max_along(so.softmax[int(L)]),
                             **dict(zip(("offblock_seed_order_rate", "offblock_seed_order_peak_rate"),
-                                       offblock_growth(traj, f"{SEED_ORDER}softmax_L{L}", **rate))))
+                                       offblock_growth(so.softmax[int(L)], **rate))))
     return rows, info
 
 
@@ -317,7 +331,7 @@ TABLE_COLUMNS = ("setting", "token_kind", "L", "n_seed", "D_inf_max", "D_inf_max
 def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: float = 2.0,
                    rate: dict | None = None) -> dict:
     """C3's metrics from every (setting, seed): ``runs`` yields ``(run, traj, eval_tasks)`` with
-    ``run = {"setting": resolved setting, "seed": int}``, ``traj`` the arrays of
+    ``run = {"setting": resolved setting, "seed": int}``, ``traj`` the :class:`Runs` of
     :func:`train_setting` and ``eval_tasks`` the held-out :class:`~softlin.tasks.Tasks` (consumed
     one at a time, so a generator keeps one run in memory).  ``z``: the decision rule's width (the
     trend tests count increases larger than ``z`` standard errors); ``rate``: C3d's growth-rate fit

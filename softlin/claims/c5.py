@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .. import online, online_task, optim
+from .. import online, online_task, optim, qkvo
 from .._jax import jax
+from ..records import Spec
 
 
 def task_of(cfg: dict) -> online_task.TaskLaw:
@@ -28,12 +31,48 @@ def optimizer_of(cfg: dict) -> optim.Optimizer:
                             int(o.get("warmup", 0)))
 
 
-def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> dict:
+class Run(NamedTuple):
+    """One model's runs at every prompt length of a job (leading axis over the lengths): the trained
+    ``U``, ``v``, the logged ``loss`` (n_L, n_logs), the ``init_seed`` of its restart, the ``raw``
+    parameters as trained (QKVO or Params); after :func:`best_of_restarts` also ``end_loss``
+    (restarts, n_L) and the ``restart`` kept (n_L,) (None before)."""
+
+    U: np.ndarray
+    v: np.ndarray
+    loss: np.ndarray
+    init_seed: np.ndarray
+    raw: object
+    end_loss: np.ndarray | None = None
+    restart: np.ndarray | None = None
+
+
+class Job(NamedTuple):
+    """A training job's record: its prompt lengths ``L``, the logging steps ``loss_step``, the
+    ``steps`` done, ``steps_per_s`` and ``runs`` ``{model: Run}``."""
+
+    L: np.ndarray
+    loss_step: np.ndarray
+    steps: np.ndarray
+    steps_per_s: np.ndarray
+    runs: dict
+
+
+def job_like(cfg: dict, Ls) -> Job:
+    """The template of :func:`train_run`'s record (:mod:`softlin.records`) from the C5 config
+    section (``d``, ``parametrisation``, ``models``, ``restarts``, ``steps``, ``log_every``)."""
+    n, n_logs, D = len({int(L) for L in Ls}), int(cfg["steps"]) // int(cfg["log_every"]), int(cfg["d"]) + 1
+    raw = jax.tree.map(lambda x: Spec((n,) + np.shape(x), np.float64), qkvo.init_params(cfg["parametrisation"], 0, cfg["d"]))
+    run = Run(Spec((n, D, D), np.float64), Spec((n, D), np.float64), Spec((n, n_logs), np.float64),
+              Spec((n,), np.int64), raw, Spec((int(cfg["restarts"]), n), np.float64), Spec((n,), np.int64))
+    return Job(Spec((n,), np.int64), Spec((n_logs,), np.int64), Spec((), np.int64), Spec((), np.float64),
+               {m: run for m in cfg["models"]})
+
+
+def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> Job:
     """Online training of every model at each prompt length of ``Ls`` from each initialisation
     ``init_seed + i``, ``i < restarts`` (one compiled program, one batch stream, one checkpoint),
-    keeping per (model, L) the restart of lowest end loss (:func:`best_of_restarts`); flat numpy
-    arrays for the job's ``.npz`` (per model ``{model}_U``, ``_v``, ``_loss``, ``_raw{i}``,
-    ``_init_seed``, leading axis over ``Ls``; ``_end_loss`` (restarts, len(Ls)))."""
+    keeping per (model, L) the restart of lowest end loss (:func:`best_of_restarts`): the job's
+    :class:`Job` (numpy leaves, per model a :class:`Run` over the sorted lengths)."""
     R = int(cfg["restarts"])
     out = online.train(task_of(cfg), Ls, cfg["models"], parametrisation=cfg["parametrisation"],
                        seed=cfg["seed"], init_seed=int(cfg["init_seed"]), restarts=R, steps=cfg["steps"],
@@ -44,28 +83,22 @@ def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=N
     jobs = []
     for i in range(R):
         rows = slice(i * n, (i + 1) * n)
-        arrays = {"L": out["L"], "loss_step": out["loss_step"], "steps": out["step"],
-                  "steps_per_s": out["steps_per_s"]}
-        for m in cfg["models"]:
-            r = out[m]
-            arrays.update({f"{m}_U": r["uv"].U[rows], f"{m}_v": r["uv"].v[rows], f"{m}_loss": r["loss"][rows],
-                           f"{m}_init_seed": np.full(n, int(cfg["init_seed"]) + i),
-                           **{f"{m}_raw{k}": np.asarray(x)[rows]
-                              for k, x in enumerate(jax.tree.leaves(r["params"]))}})
-        jobs.append(arrays)
+        runs = {m: Run(out[m]["uv"].U[rows], out[m]["uv"].v[rows], out[m]["loss"][rows],
+                       np.full(n, int(cfg["init_seed"]) + i), jax.tree.map(lambda x: np.asarray(x)[rows], out[m]["params"]))
+                for m in cfg["models"]}
+        jobs.append(Job(out["L"], out["loss_step"], np.asarray(out["step"]), np.asarray(out["steps_per_s"]), runs))
     return best_of_restarts(jobs, cfg["models"], float(cfg["restart_select_frac"]))
 
 
-def split_runs(job: dict, models) -> dict:
-    """A training job's arrays (:func:`train_run`, read back) -> ``{(model, L): that run's arrays}``
-    (``init_seed``: the restart kept; None in jobs written before restarts existed)."""
+def split_runs(job: Job, models) -> dict:
+    """A training job (:func:`train_run`, or read back) -> ``{(model, L): that run's arrays}``
+    (``init_seed``: the restart kept)."""
     out = {}
     for m in models:
-        for i, L in enumerate(job["L"]):
-            out[m, int(L)] = {"U": job[f"{m}_U"][i], "v": job[f"{m}_v"][i],
-                              "loss": job[f"{m}_loss"][i], "loss_step": job["loss_step"],
-                              "init_seed": int(job[f"{m}_init_seed"][i]) if f"{m}_init_seed" in job else None,
-                              "steps_per_s": float(job["steps_per_s"])}
+        r = job.runs[m]
+        for i, L in enumerate(job.L):
+            out[m, int(L)] = {"U": r.U[i], "v": r.v[i], "loss": r.loss[i], "loss_step": job.loss_step,
+                              "init_seed": int(r.init_seed[i]), "steps_per_s": float(job.steps_per_s)}
     return out
 
 
@@ -76,22 +109,19 @@ def end_loss(loss, frac: float):
     return loss[..., -k:].mean(axis=-1)
 
 
-def best_of_restarts(jobs: list, models, frac: float) -> dict:
-    """Random restarts selected on training data only: for each (model, L), the arrays of the job
-    (one per initialisation, same stream and lengths) whose :func:`end_loss` is lowest.  Adds
-    ``{model}_restart`` (len(L),), the chosen job's index, and ``{model}_end_loss`` (n_jobs, len(L))."""
+def best_of_restarts(jobs: list, models, frac: float) -> Job:
+    """Random restarts selected on training data only: for each (model, L), the run of the job
+    (one per initialisation, same stream and lengths) whose :func:`end_loss` is lowest; each
+    :class:`Run` gains ``restart`` (len(L),), the chosen job's index, and ``end_loss`` (n_jobs, len(L))."""
     first = jobs[0]
     for j in jobs[1:]:
-        if not (np.array_equal(j["L"], first["L"]) and np.array_equal(j["loss_step"], first["loss_step"])):
+        if not (np.array_equal(j.L, first.L) and np.array_equal(j.loss_step, first.loss_step)):
             raise ValueError("restarts must share their prompt lengths and logging steps")
-    out = {k: first[k] for k in ("L", "loss_step", "steps")}
-    out["steps_per_s"] = float(np.mean([float(j["steps_per_s"]) for j in jobs]))
+    runs = {}
     for m in models:
-        ends = np.stack([end_loss(j[f"{m}_loss"], frac) for j in jobs])
+        ends = np.stack([end_loss(j.runs[m].loss, frac) for j in jobs])
         pick = np.argmin(ends, axis=0)
-        for k in first:
-            if k.startswith(f"{m}_"):
-                stack = np.stack([np.asarray(j[k]) for j in jobs])
-                out[k] = stack[pick, np.arange(len(pick))]
-        out[f"{m}_restart"], out[f"{m}_end_loss"] = pick, ends
-    return out
+        each = [j.runs[m]._replace(end_loss=None, restart=None) for j in jobs]
+        chosen = jax.tree.map(lambda *x: np.stack([np.asarray(a) for a in x])[pick, np.arange(len(pick))], *each)
+        runs[m] = chosen._replace(end_loss=ends, restart=pick)
+    return first._replace(steps_per_s=np.asarray(np.mean([float(j.steps_per_s) for j in jobs])), runs=runs)

@@ -50,6 +50,7 @@ rule c2_trajectory:
     params:
         L=config["c3"]["L"],
         n_blocks=C2["trajectory"]["n_blocks"],
+        c3_record={k: config["c3"][k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
     threads: 1
     resources:
         runtime=3,

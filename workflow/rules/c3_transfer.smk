@@ -81,6 +81,7 @@ rule c3_metrics:
         eval_L=C3["eval"]["L"],
         z=config["decision"]["z"],
         offblock_rate=C3["offblock_rate"],
+        record={k: C3[k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
         protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
     conda:
         "../envs/softlin.yaml"

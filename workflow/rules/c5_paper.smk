@@ -50,6 +50,7 @@ rule c5_metrics:
     params:
         cfg=c5_metrics_config(),
         jobs=[c5_group_Ls(g) for g in C5_JOBS],
+        record=c5_record_config(),
         z=config["decision"]["z"],
         seeds={"seed": C5["seed"], "init_seed": C5["init_seed"]},
     threads: C5["threads"]
@@ -164,6 +165,7 @@ rule c5_replicate_metrics:
     params:
         cfg=lambda w: c5_replicate_metrics_config(w.c5_rep),
         jobs=[c5_group_Ls(g) for g in C5_JOBS],
+        record=c5_record_config(),
         z=config["decision"]["z"],
         seeds=lambda w: C5_REPS[w.c5_rep],
     threads: C5["threads"]

@@ -312,6 +312,11 @@ def c5_train_config():
     return _c5_section(C5_TRAIN_KEYS)
 
 
+def c5_record_config():
+    """The C5 settings the shape of a training job's record depends on (softlin.claims.c5.job_like)."""
+    return _c5_section(("d", "parametrisation", "models", "restarts", "steps", "log_every"))
+
+
 def c5_metrics_config():
     """The C5 settings the metrics job reads: the task law, the L list, the test set, the
     convergence rule."""

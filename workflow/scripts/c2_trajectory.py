@@ -3,18 +3,16 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
-import numpy as np
-
-from softlin.claims import c2
+from softlin import records
+from softlin.claims import c2, c3
 from softlin.io import save_npz
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
 w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")  # noqa: F821
-with np.load(snakemake.input.traj) as f:  # noqa: F821
-    traj = dict(f)
-out = c2.along_trajectory(traj, Tasks.load(snakemake.input.tasks), snakemake.params.L,  # noqa: F821
+traj = records.load(snakemake.input.traj, c3.runs_like(snakemake.params.c3_record))  # noqa: F821
+out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), snakemake.params.L,  # noqa: F821
                          snakemake.params.n_blocks, progress=log)  # noqa: F821
 save_npz(snakemake.output[0], **out)  # noqa: F821
 log("saved")

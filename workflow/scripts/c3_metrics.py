@@ -1,7 +1,7 @@
 """C3 rule c3_metrics: per-seed rows, seed averages, fits with their standard errors across seeds (CSV + JSON)."""
-import numpy as np
 import pandas as pd
 
+from softlin import records
 from softlin.claims import c3
 from softlin.io import save_json
 from softlin.progress import Progress
@@ -12,11 +12,10 @@ log = Progress(snakemake.log[0], "c3 metrics")  # noqa: F821
 
 
 def runs():
-    """(run, trajectory arrays, held-out tasks), one run at a time."""
+    """(run, its trajectories, held-out tasks), one run at a time."""
+    like = c3.runs_like(p.record)
     for run, traj_path, eval_path in zip(p.runs, snakemake.input.traj, snakemake.input.eval):  # noqa: F821
-        with np.load(traj_path) as f:
-            traj = dict(f)
-        yield run, traj, Tasks.load(eval_path)
+        yield run, records.load(traj_path, like), Tasks.load(eval_path)
 
 
 out = c3.summarize_runs(runs(), p.L, p.eval_L, p.protocol, progress=log, z=p.z, rate=dict(p.offblock_rate))

@@ -3,8 +3,8 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
+from softlin import records
 from softlin.claims.c3 import train_setting
-from softlin.io import save_npz
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
@@ -14,5 +14,5 @@ log = Progress(snakemake.log[0], f"c3 train {w.setting} seed {w.seed}")  # noqa:
 tasks = Tasks.load(snakemake.input.tasks)  # noqa: F821
 out = train_setting(tasks, p.L, p.lr, p.steps, p.record_every, p.convention, progress=log,
                     seed_order=p.seed_order)
-save_npz(snakemake.output[0], **out)  # noqa: F821
+records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

@@ -6,6 +6,7 @@ os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from softlin import records  # noqa: E402
 from softlin.claims import c5, c5_eval, c5_summary  # noqa: E402
 from softlin.io import save_json  # noqa: E402
 from softlin.params import Params  # noqa: E402
@@ -14,9 +15,8 @@ from softlin.progress import Progress  # noqa: E402
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 metrics")  # noqa: F821
 runs = {}
-for path in snakemake.input.runs:  # noqa: F821
-    with np.load(path) as f:
-        runs.update(c5.split_runs(dict(f), p.cfg["models"]))
+for path, job_Ls in zip(snakemake.input.runs, p.jobs):  # noqa: F821
+    runs.update(c5.split_runs(records.load(path, c5.job_like(p.record, job_Ls)), p.cfg["models"]))
 Ls = list(p.cfg["L"])
 stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]["v"] for L in Ls]))
          for m in p.cfg["models"]}

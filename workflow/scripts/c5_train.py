@@ -4,8 +4,8 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
+from softlin import records  # noqa: E402
 from softlin.claims import c5  # noqa: E402
-from softlin.io import save_npz  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
 from symbolic.cache import files_digest  # noqa: E402
 
@@ -15,5 +15,5 @@ log = Progress(snakemake.log[0], f"c5 train L={w.c5_L}")  # noqa: F821
 # a checkpoint resumes only under the same package code (the rule's code inputs) and settings
 out = c5.train_run(p.cfg, p.Ls, checkpoint=p.checkpoint,
                    code_version=files_digest(snakemake.input.code), progress=log)  # noqa: F821
-save_npz(snakemake.output[0], **out)  # noqa: F821
-log(f"saved ({out['steps_per_s']:.1f} joint steps/s after compilation)")
+records.save(snakemake.output[0], out)  # noqa: F821
+log(f"saved ({float(out.steps_per_s):.1f} joint steps/s after compilation)")

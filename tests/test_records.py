@@ -1,0 +1,157 @@
+"""The record codec (softlin.records): pytrees <-> npz, read against a template."""
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from softlin import records
+from softlin._jax import jax, jnp
+from softlin.params import Params
+from softlin.records import RecordError, Spec
+
+
+class Pair(NamedTuple):
+    a: object
+    b: object
+
+
+def _tree():
+    """A nested tree: NamedTuples, a dict with int keys, a tuple, a 0-d leaf, a string, int dtypes."""
+    return {"limit": Pair(np.arange(6.0).reshape(2, 3), np.array([1, 2, 3], np.int64)),
+            "by_L": {10: Params(np.full((3, 3), 0.25), np.array([-1.5, 0.0, 2.0])),
+                     200: Params(np.eye(3), np.array([1e-300, np.nan, -np.inf]))},
+            "tup": (np.array(7, np.int64), np.float32([0.5, 1.5])),
+            "fingerprint": np.array("0123456789abcdef")}
+
+
+def test_round_trip_is_bit_for_bit(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, _tree())
+    got = records.load(path, _tree())
+    want = _tree()  # built again, independently of what the codec returned
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert isinstance(x, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape
+        assert x.tobytes() == y.tobytes()
+    assert isinstance(got["limit"], Pair) and isinstance(got["by_L"][10], Params)
+    assert sorted(got["by_L"]) == [10, 200] and str(got["fingerprint"]) == "0123456789abcdef"
+
+
+def test_entries_are_named_by_tree_path(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, _tree())
+    with np.load(path) as f:
+        keys = set(f.keys())
+        assert f["['by_L'][200].U"].tobytes() == np.eye(3).tobytes()
+    assert keys == {"['limit'].a", "['limit'].b", "['by_L'][10].U", "['by_L'][10].v", "['by_L'][200].U",
+                    "['by_L'][200].v", "['tup'][0]", "['tup'][1]", "['fingerprint']"}
+
+
+def test_template_of_specs_and_jax_arrays(tmp_path):
+    """A template of Spec / ShapeDtypeStruct / jax arrays; a None axis takes any length."""
+    path = tmp_path / "r.npz"
+    records.save(path, {"x": jnp.arange(4.0), "y": np.zeros((2, 5))})
+    like = {"x": jax.ShapeDtypeStruct((4,), jnp.float64), "y": Spec((2, None), np.float64)}
+    got = records.load(path, like)
+    assert got["x"].tobytes() == np.array([0.0, 1.0, 2.0, 3.0]).tobytes() and got["y"].shape == (2, 5)
+    assert records.spec_of(Params(np.zeros((3, 3)), np.zeros(3)), (7,)) == Params(
+        Spec((7, 3, 3), np.float64), Spec((7, 3), np.float64))
+
+
+def test_missing_key_is_refused(tmp_path):
+    path = tmp_path / "r.npz"
+    t = _tree()
+    del t["by_L"][200]
+    records.save(path, t)
+    with pytest.raises(RecordError, match=r"lacks 2 entries of the template, first \"\['by_L'\]\[200\].U\""):
+        records.load(path, _tree())
+
+
+def test_extra_key_is_refused(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, {**_tree(), "more": np.zeros(2)})
+    with pytest.raises(RecordError, match=r"has 1 entry the template does not, first \"\['more'\]\""):
+        records.load(path, _tree())
+
+
+def test_wrong_shape_is_refused(tmp_path):
+    path = tmp_path / "r.npz"
+    t = _tree()
+    t["by_L"][10] = Params(np.zeros((4, 4)), np.zeros(3))
+    records.save(path, t)
+    with pytest.raises(RecordError, match=r"\['by_L'\]\[10\].U: shape \(4, 4\), the template expects \(3, 3\)"):
+        records.load(path, _tree())
+    with pytest.raises(RecordError, match=r"\['y'\]: shape \(2,\), the template expects \(2, \*, 1\)"):
+        records.from_arrays({"['y']": np.zeros(2)}, {"y": Spec((2, None, 1), np.float64)})
+
+
+def test_wrong_dtype_is_refused(tmp_path):
+    path = tmp_path / "r.npz"
+    t = _tree()
+    t["limit"] = Pair(t["limit"].a.astype(np.float32), t["limit"].b)
+    records.save(path, t)
+    with pytest.raises(RecordError, match=r"\['limit'\].a: dtype float32, the template expects float64"):
+        records.load(path, _tree())
+
+
+def test_truncated_or_garbled_file_is_refused(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, _tree())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RecordError, match="does not read as a record"):
+        records.load(path, _tree())
+    path.write_bytes(b"not an npz file\n")
+    with pytest.raises(RecordError, match="does not read as a record"):
+        records.load(path, _tree())
+
+
+
+def test_partial_read_takes_only_the_templates_entries(tmp_path):
+    path = tmp_path / "r.npz"
+    records.save(path, _tree())
+    got = records.load(path, {"fingerprint": np.array("0" * 16)}, partial=True)
+    assert str(got["fingerprint"]) == "0123456789abcdef"
+    with pytest.raises(RecordError, match="lacks 1 entry"):
+        records.load(path, {"other": np.zeros(1)}, partial=True)
+
+
+def _same_leaves(a, b):
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("seed_order", [False, True])
+def test_c3_record_reads_back_against_its_config_template(tmp_path, seed_order):
+    """A c3_train job's record, read against c3.runs_like(config), is the trained Runs bit for bit."""
+    from softlin.claims import c3
+    from softlin.tasks import sample
+
+    tasks = sample(7, 2, np.eye(2), 2, 1, 16, "gauss")
+    cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "offblock_seed_order": seed_order}
+    runs = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None, seed_order=seed_order)
+    records.save(tmp_path / "t.npz", runs)
+    _same_leaves(records.load(tmp_path / "t.npz", c3.runs_like(cfg)), runs)
+    with pytest.raises(RecordError, match=r"\.softmax\[8\]"):  # another L list: refused, naming the run
+        records.load(tmp_path / "t.npz", c3.runs_like({**cfg, "L": [4, 8, 16]}))
+
+
+@pytest.mark.parametrize("parametrisation", ["qkvo", "uv"])
+def test_c5_record_reads_back_against_its_config_template(tmp_path, parametrisation):
+    """A c5_train job's record (2 restarts), read against c5.job_like(config, Ls), bit for bit."""
+    from softlin.claims import c5
+
+    cfg = dict(d=3, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
+               parametrisation=parametrisation, models=["softmax", "linear"], seed=3, init_seed=0, steps=20,
+               batch=4, optimizer={"name": "sgd", "lr": 1e-2}, streams="shared", log_every=10,
+               chunk=20, sample_dtype="float32", restarts=2, restart_select_frac=0.5)
+    job = c5.train_run(cfg, [6, 4])
+    records.save(tmp_path / "j.npz", job)
+    back = records.load(tmp_path / "j.npz", c5.job_like(cfg, [6, 4]))
+    _same_leaves(back, job)
+    assert back.L.tolist() == [4, 6] and back.runs["softmax"].end_loss.shape == (2, 2)
+    with pytest.raises(RecordError, match=r"\.runs\['linear'\]\.end_loss: shape \(2, 2\), the template expects \(3, 2\)"):
+        records.load(tmp_path / "j.npz", c5.job_like({**cfg, "restarts": 3}, [6, 4]))
