@@ -128,3 +128,40 @@ def smk_wait(proc: subprocess.Popen, args, check=True, timeout=900) -> subproces
 def smk(cwd, *args, check=True, timeout=900):
     """``snakemake --cores 2 ARGS`` in ``cwd`` with the copy's package first on the path."""
     return smk_wait(smk_start(cwd, *args), args, check=check, timeout=timeout)
+
+
+# --------------------------------------------------------------------------- C5's task (tests of C5's modules)
+C5_D = 6
+
+
+def c5_task(mode="correct"):
+    """C5's task at d = 5: KMS covariance rho = 0.5, noise 0.1, w_var 1/d, covariance ``mode``."""
+    from softlin import online_task
+
+    return online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1, None, mode)
+
+
+def cov_ok(samples, target, n_se=5.0):
+    """Sample covariance (mean known to be 0) within ``n_se`` standard errors of ``target``,
+    entry-wise; SE of entry (i, j) for Gaussian data: sqrt((S_ii S_jj + S_ij^2) / N)."""
+    X = np.asarray(samples).reshape(-1, target.shape[0])
+    N = X.shape[0]
+    C = X.T @ X / N
+    se = np.sqrt((np.outer(np.diag(target), np.diag(target)) + target ** 2) / N)
+    err = np.abs(C - target) / se
+    assert err.max() < n_se, f"covariance off by {err.max():.2f} SE:\n{C}\nvs\n{target}"
+    m = X.mean(0) / np.sqrt(np.diag(target) / N)
+    assert np.abs(m).max() < n_se, f"mean off by {np.abs(m).max():.2f} SE"
+
+
+def c5_risk_table(gap_c=14.0, Ls=(100, 200, 500, 1000), scale=1.0):
+    """A risk table (n_L, n_pred): linear 0.1 + 6.5 / L, softmax linear + gap_c / L, Bayes opt 0.1."""
+    from softlin.claims.c5_eval import PREDICTORS
+
+    Ls = np.asarray(Ls, float)
+    R = np.full((Ls.size, len(PREDICTORS)), 0.2)
+    col = {p: i for i, p in enumerate(PREDICTORS)}
+    R[:, col["linear"]] = 0.1 + 6.5 / Ls
+    R[:, col["softmax"]] = R[:, col["linear"]] + scale * gap_c / Ls
+    R[:, col["limit_opt"]] = 0.1
+    return R
