@@ -11,7 +11,7 @@ min_version("9.0")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/symbolic.smk"
 include: "workflow/rules/c3_transfer.smk"
-include: "workflow/rules/c5_paper.smk"
+include: "workflow/rules/c5_experiment.smk"
 include: "workflow/rules/c1_concentration.smk"
 include: "workflow/rules/c2_gradients.smk"
 include: "workflow/rules/c4_dynamics.smk"
