@@ -222,21 +222,22 @@ def c2_threshold(metrics: dict, note: str, protocol: dict, png, pdf) -> None:
 
 
 def c4_dynamics(flows: dict, metrics: dict, note: str, protocol: dict, png, pdf) -> None:
-    """C4: risk and distance to theta* vs time (ODE, population GD, sampled GD); conservation; n_tasks."""
+    """C4 (``flows``: {label: c4.Setting}): risk and distance to theta* vs time (ODE, population GD,
+    sampled GD); conservation; n_tasks."""
     fig, ax = plt.subplots(1, 4, figsize=(19, 4.3))
     fig.subplots_adjust(wspace=0.3)  # room for each panel's y label
     for k, (label, r) in enumerate(flows.items()):
         c = f"C{k}"
-        t = r["t"]
-        ax[0].plot(t, np.maximum(r["ode_risk"], 1e-32), color=c, label=f"{label}: ODE")
-        ax[0].plot(t, np.maximum(r["gd_risk"], 1e-32), color=c, ls="--", label=f"{label}: population GD")
-        ax[0].plot(t, np.maximum(r["sampled_risk"], 1e-32), color=c, ls=":", label=f"{label}: sampled GD")
-        ax[1].plot(t, r["ode_dist"], color=c, label=f"{label}: ODE")
-        ax[1].plot(t, r["gd_dist"], color=c, ls="--", label=f"{label}: population GD")
-        ax[1].plot(t, r["sampled_dist"], color=c, ls=":", label=f"{label}: sampled GD")
-        ax[2].plot(t, np.maximum(np.abs(r["ode_conservation"]), 1e-18), color=c, label=f"{label}: ODE")
-        ax[2].plot(t, np.maximum(np.abs(r["gd_conservation"]), 1e-18), color=c, ls="--", label=f"{label}: population GD")
-        ax[2].plot(t, np.maximum(np.abs(r["sampled_conservation"]), 1e-18), color=c, ls=":",
+        t = r.t
+        ax[0].plot(t, np.maximum(r.ode.along.risk, 1e-32), color=c, label=f"{label}: ODE")
+        ax[0].plot(t, np.maximum(r.gd.along.risk, 1e-32), color=c, ls="--", label=f"{label}: population GD")
+        ax[0].plot(t, np.maximum(r.sampled.risk, 1e-32), color=c, ls=":", label=f"{label}: sampled GD")
+        ax[1].plot(t, r.ode.along.dist, color=c, label=f"{label}: ODE")
+        ax[1].plot(t, r.gd.along.dist, color=c, ls="--", label=f"{label}: population GD")
+        ax[1].plot(t, r.sampled.dist, color=c, ls=":", label=f"{label}: sampled GD")
+        ax[2].plot(t, np.maximum(np.abs(r.ode.along.conservation), 1e-18), color=c, label=f"{label}: ODE")
+        ax[2].plot(t, np.maximum(np.abs(r.gd.along.conservation), 1e-18), color=c, ls="--", label=f"{label}: population GD")
+        ax[2].plot(t, np.maximum(np.abs(r.sampled.conservation), 1e-18), color=c, ls=":",
                    label=f"{label}: sampled GD")
         # mean and standard error (ddof = 1) over seeds as the metrics (and so the verdict) have them
         summ = next(x for x in metrics["settings"].values() if x["label"] == label)

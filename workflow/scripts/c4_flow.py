@@ -1,12 +1,12 @@
 """C4 rule c4_flow: population GD, ODE, reduced flow, sampled GD, n_tasks scaling, alpha sweep."""
 import numpy as np
 
+from softlin import records
 from softlin.claims import c4
-from softlin.io import save_npz
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], f"c4 flow {p.setting['name']}")  # noqa: F821
 out = c4.run_setting(np.asarray(p.setting["sigma"]), p.cfg, progress=log)
-save_npz(snakemake.output[0], **out)  # noqa: F821
+records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

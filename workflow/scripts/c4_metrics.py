@@ -1,18 +1,18 @@
 """C4 rule c4_metrics: per-setting summaries, the alpha table, aggregates (CSV + JSON)."""
-import numpy as np
 import pandas as pd
 
-from softlin.claims import c4
+from softlin import records
+from softlin.claims import c4, c4_summary
 from softlin.io import save_json
 from softlin.progress import Progress
+from softlin.tasks import check_sigma
 
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c4 metrics")  # noqa: F821
 summaries, alpha_rows = {}, []
 for st, path in zip(p.settings, snakemake.input.flows):  # noqa: F821
-    with np.load(path) as f:
-        r = dict(f)
-    s, rows = c4.summarize(st["name"], st["label"], r, p.tol, p.gd_tol)
+    r = records.load(path, c4.setting_like(p.protocol, check_sigma(st["sigma"]).shape[0]))
+    s, rows = c4_summary.summarize(st["name"], st["label"], r, p.tol, p.gd_tol)
     summaries[st["name"]] = s
     alpha_rows += rows
     log(f"{st['name']}: ODE dist {s['ode_dist_final']:.2e}, GD dist {s['gd_dist_final']:.2e}, "
@@ -21,6 +21,6 @@ for st, path in zip(p.settings, snakemake.input.flows):  # noqa: F821
 pd.DataFrame([{k: v for k, v in s.items() if not isinstance(v, list)} for s in summaries.values()]).to_csv(
     snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 pd.DataFrame(alpha_rows).to_csv(snakemake.output.alpha, index=False, float_format="%.17g")  # noqa: F821
-save_json(snakemake.output.metrics, {"settings": summaries, "summary": c4.aggregate(summaries, alpha_rows),  # noqa: F821
+save_json(snakemake.output.metrics, {"settings": summaries, "summary": c4_summary.aggregate(summaries, alpha_rows),  # noqa: F821
                                       "alpha": alpha_rows, "protocol": p.protocol})
 log("done")
