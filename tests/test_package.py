@@ -69,7 +69,7 @@ def test_docstrings_cite_the_repository_only():
     anchors = set(re.findall(r'<a id="([\w-]+)"></a>', (ROOT / "docs" / "maths.md").read_text()))
     files = [p for d in ("softlin", "symbolic", "workflow", "bench", "tests") for p in (ROOT / d).rglob("*")
              if p.is_file() and p.suffix in {".py", ".smk", ".rst", ".json", ".cc", ".h", ".yaml"}]
-    files += [ROOT / "Snakefile", ROOT / "config" / "config.yaml", ROOT / "README.md"]
+    files += [ROOT / "Snakefile", ROOT / "README.md", *(ROOT / "config").rglob("*.yaml"), ROOT / "config" / "README.md"]
     for f in files:
         text = f.read_text()
         if f.name == "test_package.py":
