@@ -6,6 +6,11 @@ C2_L = pow2_range(C2)
 C2_TRAJ = [(s, config["c3"]["seed0"]) for s in C2["trajectory"]["settings"]]
 
 
+def c2_sweep(setting):
+    """The threshold sweep's lambda_max targets measured in ``setting`` (none outside the sweep's settings)."""
+    return C2["sweep"]["lambda"] if setting in C2["sweep"]["settings"] else []
+
+
 rule c2_measure:
     """Per task block and L: grad R_L^softmax - grad R_inf on the same tasks, at the C1 probes (+ sweep)."""
     input:
@@ -19,7 +24,7 @@ rule c2_measure:
         n_blocks=C2["n_blocks"],
         n_pairs=C2["n_pairs"],
         n_query=C2["n_query"],
-        sweep=lambda w: C2["sweep"]["lambda"] if w.setting in C2["sweep"]["settings"] else [],
+        sweep=lambda w: c2_sweep(w.setting),
     threads: 1
     resources:
         # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
@@ -84,13 +89,17 @@ rule c2_metrics:
     params:
         settings=C2_SETTINGS,
         sweep=C2["sweep"],
+        probe_sweeps={s: c2_sweep(s) for s in C2_SETTINGS},
         traj_settings=[s for s, _ in C2_TRAJ],
         seed_log_slope=C2["trajectory"]["seed_log_slope"],
         n_boot=C2["n_boot"],
         seed=C2["seed"],
         z=config["decision"]["z"],
         L=C2_L,
+        n_blocks=C2["n_blocks"],
         traj_L=config["c3"]["L"],
+        traj_record=dict({k: config["c3"][k] for k in ("d", "L", "steps", "record_every")},
+                         n_blocks=C2["trajectory"]["n_blocks"]),
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
     resources:
         runtime=2,
