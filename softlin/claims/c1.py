@@ -19,7 +19,7 @@ from . import curves
 
 
 class OutputGaps(NamedTuple):
-    """A ``c1_measure`` record: per task block the mean squared output gap ``msq`` (n_blocks, n_probes, n_L) at ``L`` (n_L,)."""
+    """Per task block, probe and L: the mean squared output gap msq (n_blocks, n_probes, n_L), at the lengths L (n_L,)."""
 
     msq: np.ndarray
     L: np.ndarray
