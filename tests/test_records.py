@@ -155,3 +155,89 @@ def test_c5_record_reads_back_against_its_config_template(tmp_path, parametrisat
     assert back.L.tolist() == [4, 6] and back.runs["softmax"].end_loss.shape == (2, 2)
     with pytest.raises(RecordError, match=r"\.runs\['linear'\]\.end_loss: shape \(2, 2\), the template expects \(3, 2\)"):
         records.load(tmp_path / "j.npz", c5.job_like({**cfg, "restarts": 3}, [6, 4]))
+
+
+def _setting(d: int = 2) -> dict:
+    """A small C1 setting: d-dimensional isotropic Gaussian tasks, the Eq. 9 and theta* probes."""
+    from softlin.claims import c1
+
+    st = dict(name="iso", label="iso", token_kind="gauss", sigma=np.eye(d).tolist())
+    return c1.design([st], dict(eq9=True, star=True, scaled_lambda=[]))["iso"]
+
+
+def test_c1_record_reads_back_against_its_template(tmp_path):
+    """c1.OutputGaps, read against c1.output_gaps_like(n_blocks, n_probes, L): hand-built arrays bit for
+    bit; what c1.measure writes matches the template; another block count or L list is refused."""
+    from softlin.claims import c1
+
+    msq = np.arange(24.0).reshape(3, 2, 4) / 7
+    records.save(tmp_path / "g.npz", c1.OutputGaps(msq, np.array([4, 8, 16, 32])))
+    back = records.load(tmp_path / "g.npz", c1.output_gaps_like(3, 2, [4, 8, 16, 32]))
+    assert isinstance(back, c1.OutputGaps)
+    assert back.msq.tobytes() == (np.arange(24.0).reshape(3, 2, 4) / 7).tobytes()
+    assert back.L.dtype == np.int64 and back.L.tolist() == [4, 8, 16, 32]
+    with pytest.raises(RecordError, match=r"\.msq: shape \(3, 2, 4\), the template expects \(4, 2, 4\)"):
+        records.load(tmp_path / "g.npz", c1.output_gaps_like(4, 2, [4, 8, 16, 32]))
+    with pytest.raises(RecordError, match=r"\.msq: shape \(3, 2, 4\), the template expects \(3, 2, 3\)"):
+        records.load(tmp_path / "g.npz", c1.output_gaps_like(3, 2, [4, 8, 16]))
+
+    st = _setting()
+    out = c1.measure(st, [2, 4], 5, 2, 2, 1, progress=lambda m: None)
+    records.save(tmp_path / "m.npz", out)
+    _same_leaves(records.load(tmp_path / "m.npz", c1.output_gaps_like(2, len(st["probes"]), [2, 4])), out)
+
+
+def test_c2_gap_record_reads_back_against_its_template(tmp_path):
+    """c2.GradientGaps against c2.gradient_gaps_like(d, n_blocks, n_probes, L): hand-built arrays bit
+    for bit (K = (d+1)^2 + d+1 = 12 at d = 2); what c2.measure writes (C1's probes then the sweep's,
+    c2.probes_of) matches the template; another probe count is refused."""
+    from softlin.claims import c2
+
+    msq_U, msq_v = np.linspace(0, 1, 12).reshape(2, 3, 2), -np.linspace(0, 1, 12).reshape(2, 3, 2)
+    diff = np.arange(144.0).reshape(2, 3, 2, 12) - 70.5
+    records.save(tmp_path / "g.npz", c2.GradientGaps(msq_U, msq_v, diff, np.array([8, 64])))
+    back = records.load(tmp_path / "g.npz", c2.gradient_gaps_like(2, 2, 3, [8, 64]))
+    assert isinstance(back, c2.GradientGaps)
+    assert back.msq_U.tobytes() == np.linspace(0, 1, 12).reshape(2, 3, 2).tobytes()
+    assert back.msq_v.tobytes() == (-np.linspace(0, 1, 12).reshape(2, 3, 2)).tobytes()
+    assert back.diff.tobytes() == (np.arange(144.0).reshape(2, 3, 2, 12) - 70.5).tobytes()
+    assert back.L.tolist() == [8, 64]
+    with pytest.raises(RecordError, match=r"\.msq_U: shape \(2, 3, 2\), the template expects \(2, 4, 2\)"):
+        records.load(tmp_path / "g.npz", c2.gradient_gaps_like(2, 2, 4, [8, 64]))
+    with pytest.raises(RecordError, match=r"\.diff: shape \(2, 3, 2, 12\), the template expects \(2, 3, 2, 20\)"):
+        records.load(tmp_path / "g.npz", c2.gradient_gaps_like(3, 2, 3, [8, 64]))
+
+    st = _setting()
+    probes = c2.probes_of(st, [0.3])
+    assert [p["name"] for p in probes] == [p["name"] for p in st["probes"]] + ["sweep_lam0.3"]
+    out = c2.measure(st, probes, [2, 4], 5, 2, 2, 1, progress=lambda m: None)
+    records.save(tmp_path / "m.npz", out)
+    _same_leaves(records.load(tmp_path / "m.npz", c2.gradient_gaps_like(2, 2, len(probes), [2, 4])), out)
+
+
+def test_c2_trajectory_record_reads_back_against_its_config_template(tmp_path):
+    """c2.AlongTrajectory against c2.along_like(C3's d, L, steps, record_every + C2's n_blocks): what
+    c2.along_trajectory computes on a short C3 run, bit for bit against arrays built beside it; another
+    block count is refused."""
+    from softlin.claims import c2, c3
+    from softlin.tasks import sample
+
+    tasks = sample(7, 2, np.eye(2), 4, 1, 16, "gauss")
+    cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "n_blocks": 2}
+    limit = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None).limit
+    out = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
+    records.save(tmp_path / "t.npz", out)
+    back = records.load(tmp_path / "t.npz", c2.along_like(cfg))
+    assert isinstance(back, c2.AlongTrajectory) and isinstance(back.max_gap, c2.Parts)
+    # the expected leaves, computed from the block differences beside the codec
+    bd = np.asarray(out.block_diff)
+    mean = bd.mean(axis=0)
+    gap = c2.Parts(np.linalg.norm(mean[..., :9], axis=-1), np.linalg.norm(mean[..., 9:], axis=-1),
+                   np.linalg.norm(mean, axis=-1))
+    step = np.asarray(limit.step)
+    want = c2.AlongTrajectory(step, np.array([4, 16]), bd, np.array(4), gap, c2.Parts(*(g.max(axis=0) for g in gap)),
+                              c2.Parts(*(step[g.argmax(axis=0)] for g in gap)))
+    assert bd.shape == (2, len(step), 2, 12)
+    _same_leaves(back, want)
+    with pytest.raises(RecordError, match=r"\.block_diff: shape \(2, 3, 2, 12\), the template expects \(3, 3, 2, 12\)"):
+        records.load(tmp_path / "t.npz", c2.along_like({**cfg, "n_blocks": 3}))

@@ -9,10 +9,27 @@ task blocks (:mod:`.curves`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import concentration as conc
+from ..records import Spec
 from . import curves
+
+
+class OutputGaps(NamedTuple):
+    """Per task block, probe and L: the mean squared output gap msq (n_blocks, n_probes, n_L), at the lengths L (n_L,)."""
+
+    msq: np.ndarray
+    L: np.ndarray
+
+
+def output_gaps_like(n_blocks: int, n_probes: int, Ls) -> OutputGaps:
+    """The template of :func:`measure`'s record (:mod:`softlin.records`): ``n_blocks`` blocks,
+    ``n_probes`` probes (the setting's in ``probes.json``), the prompt lengths ``Ls``."""
+    n_L = len(Ls)
+    return OutputGaps(Spec((int(n_blocks), int(n_probes), n_L), np.float64), Spec((n_L,), np.int64))
 
 
 def design(settings: list[dict], probes_cfg: dict) -> dict:
@@ -27,15 +44,14 @@ def design(settings: list[dict], probes_cfg: dict) -> dict:
 
 
 def measure(setting: dict, Ls, seed: int, n_blocks: int, n_pairs: int, n_query: int,
-            progress=print) -> dict:
-    """Per-block mean squared output gaps ``msq`` (n_blocks, n_probes, n_L)."""
+            progress=print) -> OutputGaps:
+    """Per-block mean squared output gaps of every probe of ``setting`` at ``Ls`` (:class:`OutputGaps`)."""
     msq = []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
         msq.append(np.asarray(conc.output_sq_gaps(setting["probes"], tasks, Ls)))  # computed, not dispatched
         progress(f"block {b + 1}/{n_blocks} done")
-    return dict(msq=np.asarray(msq), Ls=np.asarray(Ls),
-                probe_names=np.asarray([p["name"] for p in setting["probes"]]))
+    return OutputGaps(np.asarray(msq), np.asarray(Ls, dtype=np.int64))
 
 
 def summarize(setting: dict, msq, Ls, z: float) -> tuple[list[dict], dict]:

@@ -13,18 +13,78 @@
 
 from __future__ import annotations
 
-import json
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import concentration as conc
-from .. import metrics
+from .. import metrics, train
 from ..params import Params, split_flat
+from ..records import Spec
 from ..tasks import Tasks, check_sigma
 from ..train import Trajectory
 from . import curves
 
 PARTS = ("U", "v")
+
+
+class GradientGaps(NamedTuple):
+    """Per task block, probe and L: mean squared per-query gaps msq_U, msq_v (n_blocks, n_probes, n_L) and the block-mean
+    gradient difference diff (n_blocks, n_probes, n_L, K, K = (d+1)^2 + d+1); the lengths L (n_L,)."""
+
+    msq_U: np.ndarray
+    msq_v: np.ndarray
+    diff: np.ndarray
+    L: np.ndarray
+
+
+class Parts(NamedTuple):
+    """One quantity for the ``U`` part, the ``v`` part and the ``full`` gradient."""
+
+    U: np.ndarray
+    v: np.ndarray
+    full: np.ndarray
+
+
+class AlongTrajectory(NamedTuple):
+    """Along C3's linear(inf) run: step (n_rec,), L (n_L,), block_diff (n_blocks, n_rec, n_L, K), n_pairs (),
+    per part (:class:`Parts`) the gap (n_rec, n_L) of all tasks, its max over the steps max_gap and argmax_step (n_L,)."""
+
+    step: np.ndarray
+    L: np.ndarray
+    block_diff: np.ndarray
+    n_pairs: np.ndarray
+    gap: Parts
+    max_gap: Parts
+    argmax_step: Parts
+
+
+def n_flat(d: int) -> int:
+    """``K = (d+1)^2 + (d+1)``: the length of a flattened gradient (U, v) of ``d``-dimensional tasks."""
+    return (d + 1) ** 2 + d + 1
+
+
+def gradient_gaps_like(d: int, n_blocks: int, n_probes: int, Ls) -> GradientGaps:
+    """The template of :func:`measure`'s record (:mod:`softlin.records`): ``d``-dimensional tasks,
+    ``n_blocks`` blocks, ``n_probes`` probes (:func:`probes_of`), the prompt lengths ``Ls``."""
+    msq = Spec((int(n_blocks), int(n_probes), len(Ls)), np.float64)
+    return GradientGaps(msq, msq, Spec(msq.shape + (n_flat(d),), np.float64), Spec((len(Ls),), np.int64))
+
+
+def along_like(cfg: dict) -> AlongTrajectory:
+    """The template of :func:`along_trajectory`'s record from C3's ``d``, ``L``, ``steps``,
+    ``record_every`` (its trajectory's recorded iterates) and C2's trajectory ``n_blocks``."""
+    n_rec, n_L = train.trajectory_like(cfg["d"], cfg["steps"], cfg["record_every"]).step.shape[0], len(cfg["L"])
+    f, i, g = Spec((n_L,), np.float64), Spec((n_L,), np.int64), Spec((n_rec, n_L), np.float64)
+    block_diff = Spec((int(cfg["n_blocks"]), n_rec, n_L, n_flat(int(cfg["d"]))), np.float64)
+    return AlongTrajectory(Spec((n_rec,), np.int64), i, block_diff, Spec((), np.int64), Parts(g, g, g),
+                           Parts(f, f, f), Parts(i, i, i))
+
+
+def probes_of(setting: dict, sweep) -> list[dict]:
+    """The probes C2 measures in one setting: C1's (``setting["probes"]``), then the threshold sweep
+    at the ``lambda_max`` targets ``sweep`` (empty outside the sweep's settings)."""
+    return setting["probes"] + sweep_probes(np.asarray(setting["sigma"]), sweep)
 
 
 def sweep_probes(sigma, lambdas, label: str = "sweep") -> list[dict]:
@@ -42,7 +102,7 @@ def sweep_probes(sigma, lambdas, label: str = "sweep") -> list[dict]:
 
 
 def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_pairs: int,
-            n_query: int, progress=print) -> dict:
+            n_query: int, progress=print) -> GradientGaps:
     """Per block: mean squared per-query gradient gaps ``msq_U``, ``msq_v`` (n_blocks, n_probes, n_L)
     and the block-mean gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1)."""
     plist = [conc.probe_params(p) for p in probes]
@@ -55,8 +115,7 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
         msq_v.append(mv)
         diffs.append(df)
         progress(f"block {b + 1}/{n_blocks} done")
-    return dict(msq_U=np.asarray(msq_U), msq_v=np.asarray(msq_v), diff=np.asarray(diffs),
-                Ls=np.asarray(Ls), probe_names=np.asarray([p["name"] for p in probes]))
+    return GradientGaps(np.asarray(msq_U), np.asarray(msq_v), np.asarray(diffs), np.asarray(Ls, dtype=np.int64))
 
 
 def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None,
@@ -184,7 +243,7 @@ def pair_blocks(tasks, n_blocks: int) -> list:
     return out
 
 
-def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print) -> dict:
+def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print) -> AlongTrajectory:
     """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run ``limit``; max over steps.
 
     Computed on ``n_blocks`` blocks of C3's training pairs (:func:`pair_blocks`): ``block_diff``
@@ -201,14 +260,9 @@ def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print
     block_diff = np.asarray(block_diff)
     diff = block_diff.mean(axis=0)
     dU, dv = split_flat(diff, tasks.d)
-    gaps = {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1),
-            "full": np.linalg.norm(diff, axis=-1)}
-    out = dict(step=step, Ls=np.asarray(Ls), block_diff=block_diff, n_pairs=tasks.n_pairs)
-    for k, g in gaps.items():
-        out[f"gap_{k}"] = g
-        out[f"max_{k}"] = g.max(axis=0)
-        out[f"argmax_{k}"] = step[g.argmax(axis=0)]
-    return out
+    gap = Parts(np.linalg.norm(dU, axis=-1), np.linalg.norm(dv, axis=-1), np.linalg.norm(diff, axis=-1))
+    return AlongTrajectory(np.asarray(step), np.asarray(Ls, dtype=np.int64), block_diff, np.asarray(tasks.n_pairs, np.int64),
+                           gap, Parts(*(g.max(axis=0) for g in gap)), Parts(*(np.asarray(step)[g.argmax(axis=0)] for g in gap)))
 
 
 def _max_gaps(block_diff, d: int) -> dict:
@@ -219,14 +273,14 @@ def _max_gaps(block_diff, d: int) -> dict:
             "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
 
 
-def trajectory_fit(Ls, arrays: dict, z: float = 2.0) -> dict:
+def trajectory_fit(along: AlongTrajectory, z: float = 2.0) -> dict:
     """Slopes of the max-over-steps gaps (full L range: the seed's C2e; upper half), ratios and the
     increases larger than ``z`` standard errors, jackknifed over the blocks of training pairs."""
-    bd = np.asarray(arrays["block_diff"])
+    bd, Ls = np.asarray(along.block_diff), along.L
     K = bd.shape[-1]
     d = int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1   # K = (d+1)^2 + (d+1)
     val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
-    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(arrays["n_pairs"]))
+    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs))
     for k in ("U", "v", "full"):
         out[k] = curves.fit(val[k], se[k], (), Ls, z)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
@@ -238,29 +292,27 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
                   seed_log_slope: float, protocol: dict, z: float = 2.0, progress=print) -> dict:
     """C2's metrics from every measured setting and trajectory.
 
-    ``design``: the C1 probe design (``results/c1/probes.json``); ``gaps``: setting name -> the
-    arrays of :func:`measure` as saved (``diff``, ``Ls``, ``msq_U``, ``msq_v``, ``probes_json``);
-    ``trajectories``: C3 setting name -> the arrays of :func:`along_trajectory`.
+    ``design``: the C1 probe design (``results/c1/probes.json``); ``gaps``: setting name -> (its
+    probes (:func:`probes_of`), its :class:`GradientGaps`); ``trajectories``: C3 setting name -> its
+    :class:`AlongTrajectory`.
     Returns ``{"table": rows, "trajectory": rows, "metrics": dict}`` (the gap rows per probe and L,
     the max-over-steps rows per L, and fits, summary, sweep and trajectory fits).
     """
     rows, fits, shallow = [], {}, {}
-    for name, f in gaps.items():
-        probes = json.loads(str(f["probes_json"]))
-        r, fi, shallow[name] = summarize(design[name], probes, f["diff"], f["Ls"], n_boot, seed,
-                                         {"U": f["msq_U"], "v": f["msq_v"]}, z)
+    for name, (probes, g) in gaps.items():
+        r, fi, shallow[name] = summarize(design[name], probes, g.diff, g.L, n_boot, seed, {"U": g.msq_U, "v": g.msq_v}, z)
         rows += r
         fits.update(fi)
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}
     traj, traj_rows = {}, []
-    for name, arrays in trajectories.items():
-        traj[name] = trajectory_fit(arrays["Ls"], arrays, z)
+    for name, along in trajectories.items():
+        traj[name] = trajectory_fit(along, z)
         traj[name]["seed_log_slope"] = seed_log_slope
-        for j, L in enumerate(arrays["Ls"]):
-            traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(arrays[f"max_{k}"][j])
-                                                              for k in ("U", "v", "full")},
-                                  **{f"max_{k}_se": float(traj[name][k]["max_se"][j]) for k in ("U", "v", "full")},
-                                  **{f"argmax_step_{k}": int(arrays[f"argmax_{k}"][j]) for k in ("U", "v", "full")}))
+        for j, L in enumerate(along.L):
+            traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(getattr(along.max_gap, k)[j])
+                                                              for k in Parts._fields},
+                                  **{f"max_{k}_se": float(traj[name][k]["max_se"][j]) for k in Parts._fields},
+                                  **{f"argmax_step_{k}": int(getattr(along.argmax_step, k)[j]) for k in Parts._fields}))
         progress(f"trajectory {name}: slope {traj[name]['full']['slope_full']:.3f} (seed log {seed_log_slope})")
     for k, f in fits.items():
         progress(f"{k}: lambda {f['lambda_max']:.3f} U {f['U']['slope']:.3f} v {f['v']['slope']:.3f} "

@@ -73,6 +73,8 @@ rule c1_metrics:
         metrics="results/c1/c1_concentration.json",
     params:
         settings=C1_SETTINGS,
+        L=C1_L,
+        n_blocks=C1["n_blocks"],
         z=config["decision"]["z"],
         protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
     resources:

@@ -4,6 +4,8 @@ C2 = config["c2"]
 C2_SETTINGS = list(config["c1"]["settings"])
 C2_L = pow2_range(C2)
 C2_TRAJ = [(s, config["c3"]["seed0"]) for s in C2["trajectory"]["settings"]]
+# the threshold sweep's lambda_max targets measured in each setting (none outside the sweep's settings)
+C2_SWEEP = {s: C2["sweep"]["lambda"] if s in C2["sweep"]["settings"] else [] for s in C2_SETTINGS}
 
 
 rule c2_measure:
@@ -19,7 +21,7 @@ rule c2_measure:
         n_blocks=C2["n_blocks"],
         n_pairs=C2["n_pairs"],
         n_query=C2["n_query"],
-        sweep=lambda w: C2["sweep"]["lambda"] if w.setting in C2["sweep"]["settings"] else [],
+        sweep=lambda w: C2_SWEEP[w.setting],
     threads: 1
     resources:
         # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
@@ -84,13 +86,17 @@ rule c2_metrics:
     params:
         settings=C2_SETTINGS,
         sweep=C2["sweep"],
+        probe_sweeps=C2_SWEEP,
         traj_settings=[s for s, _ in C2_TRAJ],
         seed_log_slope=C2["trajectory"]["seed_log_slope"],
         n_boot=C2["n_boot"],
         seed=C2["seed"],
         z=config["decision"]["z"],
         L=C2_L,
+        n_blocks=C2["n_blocks"],
         traj_L=config["c3"]["L"],
+        traj_record=dict({k: config["c3"][k] for k in ("d", "L", "steps", "record_every")},
+                         n_blocks=C2["trajectory"]["n_blocks"]),
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
     resources:
         runtime=2,

@@ -3,13 +3,14 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
+from softlin import records
 from softlin.claims import c1
-from softlin.io import load_json, save_npz
+from softlin.io import load_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 setting = load_json(snakemake.input.probes)[snakemake.wildcards.setting]  # noqa: F821
 log = Progress(snakemake.log[0], f"c1 measure {setting['name']}")  # noqa: F821
 out = c1.measure(setting, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log)
-save_npz(snakemake.output[0], **out)  # noqa: F821
+records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

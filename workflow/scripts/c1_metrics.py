@@ -1,7 +1,7 @@
 """C1 rule c1_metrics: RMS gaps, slopes against -beta, with jackknife s.e. over task blocks (CSV + JSON)."""
-import numpy as np
 import pandas as pd
 
+from softlin import records
 from softlin.claims import c1
 from softlin.io import load_json, save_json
 from softlin.progress import Progress
@@ -11,9 +11,8 @@ log = Progress(snakemake.log[0], "c1 metrics")  # noqa: F821
 design = load_json(snakemake.input.probes)  # noqa: F821
 rows, fits = [], {}
 for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
-    with np.load(path) as f:
-        msq, Ls = f["msq"], f["Ls"]
-    r, fi = c1.summarize(design[name], msq, Ls, p.z)
+    gaps = records.load(path, c1.output_gaps_like(p.n_blocks, len(design[name]["probes"]), p.L))
+    r, fi = c1.summarize(design[name], gaps.msq, gaps.L, p.z)
     rows += r
     fits.update(fi)
 for k, f in fits.items():

@@ -3,18 +3,15 @@ import os
 
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
 
-import json
-
-import numpy as np
-
+from softlin import records
 from softlin.claims import c2
-from softlin.io import load_json, save_npz
+from softlin.io import load_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 setting = load_json(snakemake.input.probes)[snakemake.wildcards.setting]  # noqa: F821
 log = Progress(snakemake.log[0], f"c2 measure {setting['name']}")  # noqa: F821
-probes = setting["probes"] + c2.sweep_probes(np.asarray(setting["sigma"]), p.sweep)
+probes = c2.probes_of(setting, p.sweep)
 out = c2.measure(setting, probes, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log)
-save_npz(snakemake.output[0], probes_json=np.asarray(json.dumps(probes)), **out)  # noqa: F821
+records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

@@ -1,7 +1,7 @@
 """C2 rule c2_metrics: gradient gaps, slopes vs -beta, sweep, trajectory maxima (CSV + JSON)."""
-import numpy as np
 import pandas as pd
 
+from softlin import records
 from softlin.claims import c2
 from softlin.io import load_json, save_json
 from softlin.progress import Progress
@@ -9,15 +9,18 @@ from softlin.progress import Progress
 p = snakemake.params  # noqa: F821
 i, o = snakemake.input, snakemake.output  # noqa: F821
 log = Progress(snakemake.log[0], "c2 metrics")  # noqa: F821
+design = load_json(i.probes)
 
 
-def arrays(path) -> dict:
-    with np.load(path) as f:
-        return dict(f)
+def gaps(name: str, path) -> tuple[list[dict], c2.GradientGaps]:
+    """One setting's probes (C1's, then its sweep, as c2_measure built them) and its record."""
+    probes = c2.probes_of(design[name], p.probe_sweeps[name])
+    like = c2.gradient_gaps_like(len(design[name]["sigma"]), p.n_blocks, len(probes), p.L)
+    return probes, records.load(path, like)
 
 
-out = c2.summarize_all(load_json(i.probes), {name: arrays(path) for name, path in zip(p.settings, i.gaps)},
-                       {name: arrays(path) for name, path in zip(p.traj_settings, i.traj)},
+out = c2.summarize_all(design, {name: gaps(name, path) for name, path in zip(p.settings, i.gaps)},
+                       {name: records.load(path, c2.along_like(p.traj_record)) for name, path in zip(p.traj_settings, i.traj)},
                        p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, z=p.z, progress=log)
 pd.DataFrame(out["table"]).to_csv(o.table, index=False, float_format="%.17g")
 pd.DataFrame(out["trajectory"]).to_csv(o.trajectory, index=False, float_format="%.17g")

@@ -5,7 +5,6 @@ os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before th
 
 from softlin import records
 from softlin.claims import c2, c3
-from softlin.io import save_npz
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
@@ -14,5 +13,5 @@ log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")  # 
 traj = records.load(snakemake.input.traj, c3.runs_like(snakemake.params.c3_record))  # noqa: F821
 out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), snakemake.params.L,  # noqa: F821
                          snakemake.params.n_blocks, progress=log)  # noqa: F821
-save_npz(snakemake.output[0], **out)  # noqa: F821
+records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")
