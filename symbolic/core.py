@@ -52,7 +52,7 @@ def register(did: str, version: str, title: str):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(fresh: bool = False) -> Derivation:
-            return cache.cached_call(did, version, fn, fresh=fresh)
+            return cache.cached_call(did, version, fn, fresh=fresh, in_seed0_child=True)
 
         wrapper.derivation_id = did
         wrapper.version = version

@@ -114,3 +114,67 @@ def test_symbolic_imports_nothing_of_softlin():
     assert {k: v for k, v in offenders.items() if v} == {}
     # the probe sees a real import (not a vacuous pass): softlin.io imports symbolic.files
     assert "symbolic.files" in _imports(ROOT / "softlin" / "io.py")
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """{module: the project modules it imports}, every import statement (lazy ones included, relative
+    ones resolved), read from the syntax trees of softlin/ and symbolic/ (independent of the
+    workflow's regular expression in common.smk)."""
+    import ast
+
+    files = {}
+    for f in list((ROOT / "softlin").rglob("*.py")) + list((ROOT / "symbolic").rglob("*.py")):
+        parts = f.relative_to(ROOT).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    graph = {}
+    for name, f in files.items():
+        package = name if f.name == "__init__.py" else name.rpartition(".")[0]
+        out = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                cands = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                cands = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            else:
+                continue
+            out |= {c for c in cands if c in files and c != name}
+        graph[name] = out
+    return graph
+
+
+def test_import_graph_has_no_circle_and_no_module_is_long():
+    """No import circle among the project's modules, lazy imports included (a strongly connected
+    component of more than one module), and no module of softlin/ or symbolic/ over about 400 lines."""
+    graph = _module_graph()
+    assert graph["softlin.population"] >= {"softlin.models", "softlin.train"}  # the probe sees imports
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+                on.discard(comp[-1])
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert circles == []
+    long = {str(f.relative_to(ROOT)): n for f in list((ROOT / "softlin").rglob("*.py")) + list((ROOT / "symbolic").rglob("*.py"))
+            if (n := len(f.read_text().splitlines())) > 410}
+    assert long == {}
