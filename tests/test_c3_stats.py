@@ -5,6 +5,7 @@ against numpy, the seeds-needed estimate by hand, and the seed log's block read 
 import numpy as np
 import pytest
 
+from softlin import verdict
 from softlin.claims import c3, c3_notes, seedlog
 
 LS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -146,8 +147,8 @@ def test_single_seed_has_no_error():
 
 def test_needed_seeds_by_hand():
     """value 0.3 +/- 0.05 against < 0.25 with 5 seeds at z = 2: 5 (2 x 0.05 / 0.05)^2 = 20 seeds."""
-    assert c3_notes.needed_seeds(5, 0.3, 0.05, 0.25, 2) == pytest.approx(20.0)
-    assert c3_notes.needed_seeds(4, -0.5, 0.1, [-0.65, -0.35], 2) == pytest.approx(4 * (0.2 / 0.15) ** 2)
+    assert verdict.replication_to_decide(0.3, 0.05, 5, 0.25, 2) == pytest.approx(20.0)
+    assert verdict.replication_to_decide(-0.5, 0.1, 4, [-0.65, -0.35], 2) == pytest.approx(4 * (0.2 / 0.15) ** 2)
 
 
 # --------------------------------------------------------------------------- C3d's summary
@@ -210,7 +211,6 @@ def test_seed_log_block_reads_the_seed_logs_seeds_only():
 def test_replication_needed_lists_only_undecided_tests_of_inconclusive_criteria():
     """A FAIL criterion with an undecided test is not listed (already decided); an INCONCLUSIVE one
     is, with n (z se / gap)^2 by hand; a criterion whose precondition fails lists no main test."""
-    from softlin import verdict
     m = {"fits": {"a": {"n_seed": 5, "x": 0.3, "x_se": 0.05, "y": 9.0, "y_se": 0.1, "w": 0.1, "w_se": 0.02}}}
     crit = [{"id": "undecided", "statement": "s", "all": [{"measured": "fits.a.x", "op": "<", "value": 0.25}]},
             {"id": "failed", "statement": "s", "all": [{"measured": "fits.a.x", "op": "<", "value": 0.25},

@@ -188,7 +188,7 @@ def test_criterion_c4c_fails_when_the_boundary_is_inside_the_admissible_interval
 
 def test_needed_replication():
     """n (z se / margin)^2: a slope -0.40 +/- 0.05 from 3 seeds, 0.05 from the edge -0.35: 12 seeds."""
-    assert c4_summary.needed_replication(-0.40, 0.05, 3, [-0.65, -0.35], 2.0) == pytest.approx(12.0)
+    assert verdict.replication_to_decide(-0.40, 0.05, 3, [-0.65, -0.35], 2.0) == pytest.approx(12.0)
 
 
 def test_setting_record_round_trip_against_its_config_template(tmp_path):

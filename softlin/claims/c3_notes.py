@@ -11,12 +11,6 @@ from .. import verdict
 from .c3 import RATE_FLOOR, RATE_RECORDS
 
 
-def needed_seeds(n: int, value: float, se: float, threshold, z: float) -> float:
-    """Seeds for ``value +/- z se`` to clear ``threshold`` (the nearest edge of a band), from
-    ``se ~ 1 / sqrt(n)``: ``n (z se / |value - threshold|)^2`` (inf at the threshold)."""
-    return verdict.replication_to_decide(value, se, n, threshold, z)
-
-
 def _n_seed_of(metrics: dict, path: str, label) -> int | None:
     """Seeds behind the value at ``path`` (entry ``label`` of a mapping)."""
     parts = path.split(".")
@@ -30,7 +24,7 @@ def _n_seed_of(metrics: dict, path: str, label) -> int | None:
 def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[dict]:
     """For every undecided test of an INCONCLUSIVE criterion among the evaluated ``verdicts`` (main
     or precondition; main tests only where no precondition fails), the seeds it would need to
-    decide (:func:`needed_seeds`, the worst undecided entry of a mapping): rows
+    decide (:func:`softlin.verdict.replication_to_decide`, the worst undecided entry of a mapping): rows
     ``{id, measured, label, value, se, n_seed, needed}``."""
     out = []
     for v in verdicts:
@@ -51,7 +45,7 @@ def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[di
                     continue
                 if verdict.decide(r["op"], r["threshold"], x, s, z)[0] != "undecided":
                     continue
-                need = needed_seeds(n, x, s, r["threshold"], z)
+                need = verdict.replication_to_decide(x, s, n, r["threshold"], z)
                 if worst is None or need > worst["needed"]:
                     worst = dict(id=v["id"], measured=r["measured"], label=lab, value=x, se=s, n_seed=n, needed=need)
             if worst is not None:

@@ -100,12 +100,6 @@ def aggregate(summaries: dict, alpha_rows: list[dict]) -> dict:
     return out
 
 
-def needed_replication(value: float, se: float, n: int, band, z: float) -> float:
-    """Replicates (seeds) at which ``value +/- z se`` would clear the nearer edge of ``band``, from
-    ``se ~ 1/sqrt(n)``: ``n (z se / margin)^2`` (inf if the value sits on an edge)."""
-    return verdict.replication_to_decide(value, se, n, band, z)
-
-
 def boundary_md(summaries: dict, alpha_boundary: dict, sweep: dict) -> str:
     """The empirical alpha boundary per covariance as Markdown (for the verdict page)."""
     lines = ["## Where the flow stops reaching theta* (alpha_c, reduced flow)", "",
@@ -141,7 +135,7 @@ def ntasks_md(summaries: dict, band, z: float) -> str:
         v, se, n = x["ntasks_slope"], x["ntasks_slope_se"], x["ntasks_n_seed"]
         lo, hi = v - z * se, v + z * se
         decided = (band[0] <= lo and hi <= band[1]) or hi < band[0] or lo > band[1]
-        need = "decided" if decided else f"{needed_replication(v, se, n, band, z):.0f}"
+        need = "decided" if decided else f"{verdict.replication_to_decide(v, se, n, band, z):.0f}"
         lines.append(f"| {x['label']} | {v:.4g} | {se:.3g} | {n} | {need} |")
     return "\n".join(lines) + "\n"
 
