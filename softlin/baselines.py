@@ -9,18 +9,10 @@ All take the prompt's empirical second moment ``G = Ghat_L`` (n, D, D) of the to
 
 from __future__ import annotations
 
+from symbolic.export import s6
+
 from . import models
 from ._jax import jnp
-
-
-def _fn(name: str):
-    """The lambdified S6 result ``name`` (jax backend, batched over prompts; each built once per process)."""
-    from symbolic.export import s6
-
-    return {"bayes": lambda: s6.bayes_fns("jax"), "gd": lambda: s6.gd_predict_fn("jax"),
-            "gamma": lambda: s6.gamma_w_noisy_fn("jax"), "opt": lambda: s6.limit_optimum_predict_fn("jax"),
-            "gd_risk": s6.gd_risk_fn, "opt_risk": s6.limit_optimum_risk_fn,
-            "class_risk": s6.linear_class_risk_fn, "class_P": s6.linear_class_precond_fn}[name]()
 
 
 def ridge_predict(G, zq, L, noise_var: float, w_var: float):
@@ -28,20 +20,20 @@ def ridge_predict(G, zq, L, noise_var: float, w_var: float):
     ``x_q^T (I / w_var + L G_xx / noise_var)^{-1} L G_xy / noise_var`` (= ridge with penalty
     ``noise_var / w_var``); (n,)."""
     d = G.shape[-1] - 1
-    return _fn("bayes")["predict"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
+    return s6.bayes_fns("jax")["predict"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
 
 
 def bayes_conditional_risk(G, zq, L, noise_var: float, w_var: float):
     """Expected squared error of :func:`ridge_predict` given the prompt and the query (symbolic S6):
     ``noise_var + x_q^T V x_q``, ``V`` the posterior covariance; its mean over test prompts is the Bayes risk; (n,)."""
     d = G.shape[-1] - 1
-    return _fn("bayes")["conditional_risk"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
+    return s6.bayes_fns("jax")["conditional_risk"](G[:, :d, :d], G[:, :d, d], zq[:, 0, :d], L, noise_var, w_var)
 
 
 def gd_predict(G, zq, sigma_prompt):
     """One step of preconditioned GD from 0 (symbolic S6): ``x_q^T Sigma_p^{-1} (1/L) sum_l y_l x_l``; (n,)."""
     d = G.shape[-1] - 1
-    return _fn("gd")(G[:, :d, d], zq[:, 0, :d], jnp.asarray(sigma_prompt))
+    return s6.gd_predict_fn("jax")(G[:, :d, d], zq[:, 0, :d], jnp.asarray(sigma_prompt))
 
 
 def gd_risk_closed(L, sigma_prompt, sigma_query, noise_var: float, w_var: float) -> float:
@@ -49,30 +41,30 @@ def gd_risk_closed(L, sigma_prompt, sigma_query, noise_var: float, w_var: float)
 
         E (f - y_q)^2 = s2 + (w_var tr S_q + (w_var tr S_p + s2) tr(S_p^{-1} S_q)) / L.
     """
-    return _fn("gd_risk")(L, sigma_prompt, sigma_query, noise_var, w_var)
+    return s6.gd_risk_fn()(L, sigma_prompt, sigma_query, noise_var, w_var)
 
 
 def linear_class_risk(L, sigma_prompt, sigma_query, noise_var: float, w_var: float) -> float:
     """The linear-attention class optimum at prompt length L (symbolic S6): ``min_P E (x_q^T P h - y_q)^2``,
     ``h = X^T y / L``, attained at :func:`linear_class_precond`."""
-    return _fn("class_risk")(L, sigma_prompt, sigma_query, noise_var, w_var)
+    return s6.linear_class_risk_fn()(L, sigma_prompt, sigma_query, noise_var, w_var)
 
 
 def linear_class_precond(L, sigma_prompt, noise_var: float, w_var: float):
     """``P*(L) = ((tr Sigma_p + noise_var / w_var) / L I + (1 + 1/L) Sigma_p)^-1`` (symbolic S6), (d, d)."""
-    return _fn("class_P")(L, sigma_prompt, noise_var, w_var)
+    return s6.linear_class_precond_fn()(L, sigma_prompt, noise_var, w_var)
 
 
 def limit_optimum_predict(w, zq):
     """The infinite-prompt optimum (symbolic S6: ``v^T Gamma_w U z_q`` at ``U = blockdiag(Sigma_p^{-1}/c, 0)``,
     ``v = c e_D``): ``f = w^T x_q``; (n,)."""
     d = w.shape[-1]
-    return _fn("opt")(w, zq[:, 0, :d])
+    return s6.limit_optimum_predict_fn("jax")(w, zq[:, 0, :d])
 
 
 def limit_optimum_risk(noise_var: float) -> float:
     """Risk of :func:`limit_optimum_predict` (symbolic S6): the noise variance, in both covariance modes."""
-    return _fn("opt_risk")(noise_var)
+    return s6.limit_optimum_risk_fn()(noise_var)
 
 
 def gamma_w_noisy(sigma_prompt, w, noise_var: float):
@@ -81,7 +73,7 @@ def gamma_w_noisy(sigma_prompt, w, noise_var: float):
     w = jnp.asarray(w)
     d = w.shape[-1]
     flat = jnp.reshape(w, (-1, d))
-    G = _fn("gamma")(jnp.asarray(sigma_prompt, dtype=flat.dtype), flat, noise_var)
+    G = s6.gamma_w_noisy_fn("jax")(jnp.asarray(sigma_prompt, dtype=flat.dtype), flat, noise_var)
     return jnp.reshape(G, w.shape[:-1] + (d + 1, d + 1))
 
 

@@ -34,6 +34,7 @@ from ._jax import jax, jnp
 from .kernels import online_batch
 from .kernels.build import use_kernels
 from .kernels.softmax_moments import softmax_moments_xla
+from .models import prompt_moment
 
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
 PHILOX_W = (0x9E3779B9, 0xBB67AE85)
@@ -168,8 +169,8 @@ class StepData(NamedTuple):
 
 
 def prefix_moments(zT, Ls) -> jax.Array:
-    """``G[k] = (1/L_k) sum_{l < L_k} z_l z_l^T`` for each L_k; zT (n, D, l) -> (K, n, D, D)."""
-    return jnp.stack([jnp.einsum("nil,njl->nij", zT[:, :, :L], zT[:, :, :L]) / L for L in Ls])
+    """:func:`softlin.models.prompt_moment` at each L_k (the C++ step's reference); zT (n, D, l) -> (K, n, D, D)."""
+    return jnp.stack([prompt_moment(zT[:, :, :L], L) for L in Ls])
 
 
 def step_data_xla(law: Law, key, step, n: int, U, v, Ls, Llin, f64: bool = False) -> StepData:
