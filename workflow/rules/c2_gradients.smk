@@ -94,7 +94,6 @@ rule c2_metrics:
         z=config["decision"]["z"],
         L=C2_L,
         n_blocks=C2["n_blocks"],
-        traj_L=config["c3"]["L"],
         traj_record=dict({k: config["c3"][k] for k in ("d", "L", "steps", "record_every")},
                          n_blocks=C2["trajectory"]["n_blocks"]),
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
