@@ -1,8 +1,9 @@
 """C5 — the paper's Sec. 6 experiment: trained softmax vs linear attention across prompt lengths.
 
 ``train_run`` trains both models at a group of prompt lengths on one batch stream
-(:mod:`softlin.online`); evaluation, convergence and the criteria's metrics live in
-:mod:`softlin.claims.c5_eval`, so that changing them does not retrain.
+(:mod:`softlin.online`); evaluation (:mod:`softlin.claims.c5_eval`), convergence
+(:mod:`~softlin.claims.c5_convergence`) and the criteria's metrics (:mod:`~softlin.claims.c5_summary`)
+live apart, so that changing them does not retrain.
 """
 
 from __future__ import annotations
