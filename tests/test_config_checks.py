@@ -21,7 +21,7 @@ BAD = {  # name: (--configfile text or None, --config values, what the one-line 
     "inf_yaml_list": ("c1: {probes: {scaled_lambda: [0.5, .inf]}}\n", [],
                       "config key 'c1.probes.scaled_lambda[1]': inf is not a finite number"),
     "preset_path": (None, ["preset=../presets/smoke"], "config key 'preset': unknown preset '../presets/smoke'"),
-    "unknown_top_key": (None, ["c9=1"], "allowed keys: c1, c2, c3, c4, c5"),
+    "unknown_top_key": (None, ["c9=1"], "('c9' was unexpected); allowed keys: "),
     "bad_enum": (None, ["c5={optimizer: {name: lbfgs}}"],
                  "config key 'c5.optimizer.name': 'lbfgs' is not allowed; allowed: sgd, adam"),
     "unknown_measured": (
@@ -32,6 +32,23 @@ BAD = {  # name: (--configfile text or None, --config values, what the one-line 
         "c3:\n  consistency_checks:\n    - id: C3x\n      statement: a setting that does not exist\n"
         "      reason: test\n      all:\n        - {measured: fits.nosuch_gauss.slope_D_inf_max, op: '<', value: 0}\n",
         [], "C3x measures 'fits.nosuch_gauss.slope_D_inf_max'"),
+    # issue 32: each passed `snakemake -n` and failed after the training or measurement it needs
+    "c3_shared_label": (None, ["preset=smoke", "c3={settings: {aniso2: {sigma: [3.0, 1.0, 0.2], n_seed: 2, "
+                               "label: anisotropic}}}"],
+                        "config key 'c3.settings.aniso2.label': settings 'anisotropic' and 'aniso2' share"),
+    "c3_no_seed_order": (None, ["preset=smoke", "c3={offblock_seed_order: false}"],
+                         "C3d measures 'offblock.seed_order.rate', which needs c3.offblock_seed_order: true"),
+    "c3_three_L": (None, ["preset=smoke", "c3={L: [16, 32, 64]}"],
+                   "which needs at least 4 prompt lengths in c3.L"),
+    "c1_no_star": (None, ["preset=smoke", "c1={probes: {star: false}}"],
+                   "C1f measures 'fits.rademacher/star.slope_last4', which needs the probe 'star'"),
+    "c4_no_admissible": (None, ["preset=smoke", "c4={alpha_sweep: {fractions: [3.0]}}"],
+                         "needs a c4.alpha_sweep.fractions entry < 1"),
+    "c1_huge": (None, ["c1={n_blocks: 1000000000}"], "config key 'c1': about "),
+    "c5_huge_L": (None, ["c5={L: [10, 20, 100000000]}"], "config key 'c5': its largest job needs about"),
+    "c5_window": (None, ["c5={convergence: {window_frac: 0.01}}"], "config key 'c5.convergence.window_frac'"),
+    "setting_path": (None, ["c4={settings: {../../x: {sigma: [1.0, 1.0]}}}"], "setting name '../../x' is not allowed"),
+    "bad_colour": (None, ["plot={probe_cmap: nosuchmap}"], "config key 'plot.probe_cmap': 'nosuchmap'"),
 }
 
 

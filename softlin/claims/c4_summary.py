@@ -87,7 +87,7 @@ def aggregate(summaries: dict, alpha_rows: list[dict]) -> dict:
         offblock_max=max(max(x["ode_offblock_max"], x["gd_offblock_max"]) for x in s),
         alpha_admissible_n=len(adm), alpha_admissible_converged=sum(r["converged"] for r in adm),
         alpha_admissible_unconverged=sum(not r["converged"] for r in adm),
-        alpha_admissible_dist_max=max(r["dist_final"] for r in adm),
+        alpha_admissible_dist_max=max((r["dist_final"] for r in adm), default=float("nan")),  # none: undefined
         alpha_beyond_n=len(beyond), alpha_beyond_converged=sum(r["converged"] for r in beyond),
         alpha_all_converged=bool(all(r["converged"] for r in alpha_rows)))
     for k in list(out):

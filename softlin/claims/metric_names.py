@@ -106,6 +106,57 @@ METRICS: dict[str, list[str]] = {
 SE = "_se"  # every leaf X may also be named X_se (its standard error), where the metrics define one
 
 
+def _probe_present(claim: str):
+    """A C1 / C2 fit ``fits.<setting>/<probe>`` exists only where the setting probes it
+    (``c1.probes`` with the setting's overrides: ``eq9``, ``star``)."""
+    def need(cfg: dict, path: str) -> str | None:
+        setting, _, probe = path.split(".")[1].partition("/")
+        c1 = cfg.get("c1") or {}
+        st = (c1.get("settings") or {}).get(setting) or {}
+        on = {**(c1.get("probes") or {}), **(st.get("probes") or {})}
+        if probe in ("eq9", "star") and not on.get(probe, True):
+            return f"needs the probe {probe!r} of c1 setting {setting!r} (c1.probes.{probe} or " \
+                   f"c1.settings.{setting}.probes.{probe} is false)"
+        return None
+    return need
+
+
+def _c3_seed_order(cfg, path):
+    if not cfg["c3"].get("offblock_seed_order", True):
+        return "needs c3.offblock_seed_order: true (the runs trained without pair summation)"
+    return None
+
+
+def _c3_last4(cfg, path):
+    n = len(cfg["c3"]["L"])
+    return None if n >= 4 else f"needs at least 4 prompt lengths in c3.L (a slope over the last four), has {n}"
+
+
+def _c4_fractions(admissible: bool):
+    def need(cfg, path):
+        fr = cfg["c4"]["alpha_sweep"]["fractions"]
+        if admissible and not any(f < 1 for f in fr):
+            return "needs a c4.alpha_sweep.fractions entry < 1 (an admissible alpha); with none the test is vacuous"
+        if not admissible and not any(f >= 1 for f in fr):
+            return "needs a c4.alpha_sweep.fractions entry >= 1 (beyond the admissible interval)"
+        return None
+    return need
+
+
+# Where a metric exists only under some options: ``{claim: [(pattern, need)]}``, the pattern in
+# :data:`METRICS`' language (it matches a path and everything below it), ``need(cfg, path)`` None
+# where the metric exists, else the reason it does not (checked with the names, :func:`check_config`)
+REQUIRES: dict[str, list] = {
+    "c1": [("fits.*", _probe_present("c1"))],
+    "c2": [("fits.*", _probe_present("c2"))],
+    "c3": [("offblock.seed_order", _c3_seed_order),
+           ("fits.*.{slope_last4_D_inf_max}", _c3_last4)],
+    "c4": [("summary.alpha_admissible_*", _c4_fractions(True)),
+           ("summary.alpha_beyond_*", _c4_fractions(False))],
+    "c5": [],
+}
+
+
 def placeholders(cfg: dict) -> dict[str, list[str]]:
     """Values of the ``{name}`` placeholders of :data:`METRICS` for a validated config."""
     out: dict[str, list[str]] = {}
@@ -182,9 +233,22 @@ def unknown_paths(claim: str, cfg: dict, paths) -> list[str]:
     return [p for p in paths if not any(r.fullmatch(p) for r in pats)]
 
 
+def missing_reason(claim: str, cfg: dict, path: str) -> str | None:
+    """Why the metric ``path`` of ``claim`` is not computed under ``cfg`` (:data:`REQUIRES`), or None."""
+    values = placeholders(cfg)
+    for pattern, need in REQUIRES[claim]:
+        regex = r"\.".join(_segment_regex(s, values) for s in _split(pattern))
+        if re.fullmatch(f"(?:{regex})(?:{re.escape(SE)})?(?:\\..*)?", path):
+            why = need(cfg, path)
+            if why:
+                return why
+    return None
+
+
 def check_config(cfg: dict) -> None:
     """ValueError (one line: claim, criterion, path) for the first ``measured`` of a criterion or a
-    consistency check that names no metric of its claim."""
+    consistency check that names no metric of its claim, or one its claim does not compute under
+    the configured options (:data:`REQUIRES`)."""
     for claim in METRICS:
         sec = cfg.get(claim)
         if not sec:
@@ -199,3 +263,7 @@ def check_config(cfg: dict) -> None:
                             raise ValueError(
                                 f"config key '{claim}.{kind}': {crit.get('id', '?')} measures {path!r}, "
                                 f"which no {claim} metric defines (registry: softlin/claims/metric_names.py)")
+                        why = missing_reason(claim, cfg, path)
+                        if why:
+                            raise ValueError(f"config key '{claim}.{kind}': {crit.get('id', '?')} measures "
+                                             f"{path!r}, which {why}")

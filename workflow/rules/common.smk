@@ -9,8 +9,7 @@ import yaml
 from snakemake.utils import validate
 
 from softlin.claims import c5_protocol as c5_protocol_text
-from softlin.claims import metric_names
-from softlin.tasks import check_sigma
+from softlin import config_check, config_cost
 
 
 def _deep_merge(base, over):
@@ -114,7 +113,7 @@ def _typed(value):
 
 def _load_config(cfg):
     """Defaults <- preset file <- --configfile files <- command-line --config, then schema
-    validation and the semantic checks (:func:`_check_semantics`): (config, checked covariances)."""
+    validation and the semantic checks (:func:`softlin.config_check.check`): (config, checked covariances)."""
     settings = workflow.config_settings
     cli = _deep_merge(getattr(settings, "overwrite_config", None) or {},
                       _typed(dict(getattr(settings, "config", None) or {})))
@@ -129,84 +128,8 @@ def _load_config(cfg):
     merged = _deep_merge(_deep_merge(cfg, over), cli)
     _check_finite(merged)
     _validate(merged, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
-    sigmas = _check_semantics(merged)
-    metric_names.check_config(merged)  # every criterion's `measured` names a metric of its claim
+    sigmas = config_check.check(merged)  # one line naming the key, before any job
     return merged, sigmas
-
-
-def sigma_matrix(spec, key):
-    """Covariance from its config form (diagonal list or full matrix), checked by
-    :func:`softlin.tasks.check_sigma` (square, finite, symmetric, positive definite); an error names ``key``."""
-    a = np.asarray(spec, dtype=float)
-    try:
-        return check_sigma(np.diag(a) if a.ndim == 1 else a)
-    except ValueError as err:
-        raise ValueError(f"config key '{key}': {err}") from None
-
-
-def _check_semantics(cfg):
-    """The one semantic validator of a run (what the schema cannot say; each error names its key).
-    Returns every claim setting's covariance, checked once here: ``{(claim, setting): Sigma}``."""
-    sigmas = {}
-    for claim in ("c3", "c1", "c4"):
-        for name, st in ((cfg.get(claim) or {}).get("settings") or {}).items():
-            key = f"{claim}.settings.{name}.sigma"
-            s = sigmas[(claim, name)] = sigma_matrix(st["sigma"], key)
-            if claim == "c3" and s.shape[0] != cfg["c3"]["d"]:
-                raise ValueError(f"config key '{key}': dimension {s.shape[0]} != c3.d = {cfg['c3']['d']}")
-            if claim != "c4" and st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(len(s))):
-                raise ValueError(f"config key '{key}': Rademacher tokens need sigma = I")
-    c3 = cfg.get("c3")
-    if c3 is not None:
-        if c3["steps"] % c3["record_every"]:
-            raise ValueError("config key 'c3.record_every': must divide c3.steps")
-        if sorted(set(c3["L"])) != list(c3["L"]):
-            raise ValueError("config key 'c3.L': prompt lengths must be strictly increasing")
-        if c3["eval"]["L"] < max(c3["L"]):
-            raise ValueError("config key 'c3.eval.L': must be at least max(c3.L)")
-    c1 = cfg.get("c1")
-    for claim in ("c1", "c2"):
-        sec = cfg.get(claim)
-        if sec is not None and sec["log2_L_max"] - sec["log2_L_min"] < 4:
-            raise ValueError(f"config key '{claim}.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
-    c2 = cfg.get("c2")
-    if c2 is not None:
-        if c1 is None:
-            raise ValueError("config key 'c2': C2 probes the C1 settings, so the c1 section is required")
-        for name in c2["sweep"]["settings"]:
-            if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
-                raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
-        for name in c2["trajectory"]["settings"]:
-            if name not in (c3 or {}).get("settings", {}):
-                raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
-        if c2["trajectory"]["settings"] and c3["n_pairs"] % c2["trajectory"]["n_blocks"]:
-            raise ValueError("config key 'c2.trajectory.n_blocks': must divide c3.n_pairs (blocks of whole antithetic pairs)")
-    c4 = cfg.get("c4")
-    if c4 is not None:
-        if c4["steps"] % c4["record_every"]:
-            raise ValueError("config key 'c4.record_every': must divide c4.steps")
-        nt = c4["n_tasks"]
-        if nt["steps"] > c4["steps"] or nt["steps"] % c4["record_every"]:
-            raise ValueError("config key 'c4.n_tasks.steps': must be a multiple of c4.record_every and at most c4.steps")
-    c5 = cfg.get("c5")
-    if c5 is not None:
-        if sorted(set(c5["L"])) != list(c5["L"]):
-            raise ValueError("config key 'c5.L': prompt lengths must be strictly increasing")
-        if len(c5["L"]) < 3:
-            raise ValueError("config key 'c5.L': need at least 3 prompt lengths (the gap criterion compares thirds)")
-        if c5["chunk"] % c5["log_every"]:
-            raise ValueError("config key 'c5.log_every': must divide c5.chunk")
-        if c5["steps"] % c5["chunk"]:
-            raise ValueError("config key 'c5.chunk': must divide c5.steps")
-        if c5["steps"] // c5["log_every"] < 30:
-            raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) for the plateau criterion")
-        if c5["optimizer"].get("warmup", 0) >= c5["steps"]:
-            raise ValueError("config key 'c5.optimizer.warmup': must be less than c5.steps")
-        if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
-            raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
-        if sorted(c5["models"]) != ["linear", "softmax"]:
-            raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
-    return sigmas
 
 
 def _forward_interrupt_to_jobs():
@@ -352,14 +275,8 @@ def c5_replicate_metrics_config(name):
 
 
 def c5_step_seconds(Ls):
-    """Predicted CPU seconds of one joint step of a group (both models, shared stream) on one
-    thread, at batch 128, d = 5: drawing the batch ~6.8e-6 s per token of the longest prompt, the
-    softmax moments ~1.1e-6 s per token per run, ~4 ms for everything else (bench/bench_c5.py on
-    an idle machine: 17.3 ms per step of the paper layout); random restarts share the draw."""
-    c5 = config["c5"]
-    per_stream = 1 if c5["streams"] == "shared" else len(Ls)
-    draw = 6.8e-6 * (max(Ls) if per_stream == 1 else sum(Ls))
-    return (draw + c5["restarts"] * (4e-3 + 1.1e-6 * sum(Ls))) * c5["batch"] / 128
+    """Predicted CPU seconds of one joint step of a group on one thread (softlin.config_cost)."""
+    return config_cost.c5_step_seconds(config["c5"], Ls)
 
 
 def c5_groups():
@@ -387,8 +304,7 @@ def c5_runtime_min(Ls):
 
 
 def c5_mem_mb(Ls):
-    c5 = config["c5"]
-    return 1500 + int(c5["batch"] * (max(Ls) + 2) * (c5["d"] + 2) * 8 * 4 / 1e6)
+    return config_cost.c5_mem_mb(config["c5"], Ls)
 
 
 def c5_protocol():

@@ -1,0 +1,235 @@
+"""The semantic check of a run's config: what the JSON schema cannot say, before any job starts.
+
+:func:`check` is what ``workflow/rules/common.smk`` calls on the merged, schema-validated config.
+Every error is a ``ValueError`` with one line ``config key '<key>': <reason>``.  The parts:
+:func:`check_semantics` (dimensions, divisors, orders of the protocol), :func:`check_names`
+(setting names and labels safe and unique), :func:`check_tests` (each criterion's value of the
+shape its operator needs), :func:`softlin.claims.metric_names.check_config` (each ``measured``
+a metric its claim computes under the configured options), :func:`check_guards` (the C5
+plateau test keeps its power), :mod:`softlin.config_plot` (colours, colour maps, markers and
+mathtext) and :mod:`softlin.config_cost` (memory and time within bounds).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .claims import metric_names
+from .tasks import check_sigma
+
+# a name the config gives (a setting, a label) becomes part of a file path or of a metric path:
+# a letter or digit first, then letters, digits, '_' and '-' (no '/', '.', space or '..')
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+CLAIMS_WITH_SETTINGS = ("c3", "c1", "c4")
+BAND_OPS = ("between", "outside")
+# the C5 plateau test's weakest allowed form (docs/faults.md#guards): the flatness window holds at
+# least MIN_WINDOW_POINTS log points, and flags an end slope of max_rel_drop / window_frac (the
+# relative fall over one training length at the end rate) no larger than the default's 0.02 / 0.1
+MIN_WINDOW_POINTS = 3
+MAX_END_RATE = 0.2
+
+
+def fail(key: str, reason: str):
+    raise ValueError(f"config key '{key}': {reason}")
+
+
+def sigma_matrix(spec, key):
+    """Covariance from its config form (diagonal list or full matrix), checked by
+    :func:`softlin.tasks.check_sigma` (square, finite, symmetric, positive definite); an error names ``key``."""
+    a = np.asarray(spec, dtype=float)
+    try:
+        return check_sigma(np.diag(a) if a.ndim == 1 else a)
+    except ValueError as err:
+        raise ValueError(f"config key '{key}': {err}") from None
+
+
+def check(cfg: dict) -> dict:
+    """Every semantic check of a validated config (module docstring); returns every claim setting's
+    covariance ``{(claim, setting): Sigma}`` (:func:`check_semantics`)."""
+    from . import config_cost, config_plot
+
+    sigmas = check_semantics(cfg)
+    check_names(cfg)
+    check_tests(cfg)
+    metric_names.check_config(cfg)
+    check_guards(cfg)
+    config_plot.check(cfg)
+    config_cost.check(cfg)
+    return sigmas
+
+
+def check_semantics(cfg):
+    """The protocol's own constraints (each error names its key).
+    Returns every claim setting's covariance, checked once here: ``{(claim, setting): Sigma}``."""
+    sigmas = {}
+    for claim in ("c3", "c1", "c4"):
+        for name, st in ((cfg.get(claim) or {}).get("settings") or {}).items():
+            key = f"{claim}.settings.{name}.sigma"
+            s = sigmas[(claim, name)] = sigma_matrix(st["sigma"], key)
+            if claim == "c3" and s.shape[0] != cfg["c3"]["d"]:
+                raise ValueError(f"config key '{key}': dimension {s.shape[0]} != c3.d = {cfg['c3']['d']}")
+            if claim != "c4" and st.get("token_kind", "gauss") == "rademacher" and not np.array_equal(s, np.eye(len(s))):
+                raise ValueError(f"config key '{key}': Rademacher tokens need sigma = I")
+    c3 = cfg.get("c3")
+    if c3 is not None:
+        if c3["steps"] % c3["record_every"]:
+            raise ValueError("config key 'c3.record_every': must divide c3.steps")
+        if sorted(set(c3["L"])) != list(c3["L"]):
+            raise ValueError("config key 'c3.L': prompt lengths must be strictly increasing")
+        if c3["eval"]["L"] < max(c3["L"]):
+            raise ValueError("config key 'c3.eval.L': must be at least max(c3.L)")
+        n_rec = c3["steps"] // c3["record_every"] + 1
+        if c3.get("offblock_seed_order") and c3["offblock_rate"]["records"] > n_rec:
+            fail("c3.offblock_rate.records", f"{c3['offblock_rate']['records']} records, but a run records "
+                 f"only {n_rec} (c3.steps / c3.record_every + 1)")
+    c1 = cfg.get("c1")
+    for claim in ("c1", "c2"):
+        sec = cfg.get(claim)
+        if sec is not None and sec["log2_L_max"] - sec["log2_L_min"] < 4:
+            raise ValueError(f"config key '{claim}.log2_L_max': need at least 5 prompt lengths (log2_L_max - log2_L_min >= 4)")
+    c2 = cfg.get("c2")
+    if c2 is not None:
+        if c1 is None:
+            raise ValueError("config key 'c2': C2 probes the C1 settings, so the c1 section is required")
+        for name in c2["sweep"]["settings"]:
+            if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
+                raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
+        for name in c2["trajectory"]["settings"]:
+            if name not in (c3 or {}).get("settings", {}):
+                raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
+        if c2["trajectory"]["settings"] and c3["n_pairs"] % c2["trajectory"]["n_blocks"]:
+            raise ValueError("config key 'c2.trajectory.n_blocks': must divide c3.n_pairs (blocks of whole antithetic pairs)")
+    c4 = cfg.get("c4")
+    if c4 is not None:
+        if c4["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.record_every': must divide c4.steps")
+        nt = c4["n_tasks"]
+        if nt["steps"] > c4["steps"] or nt["steps"] % c4["record_every"]:
+            raise ValueError("config key 'c4.n_tasks.steps': must be a multiple of c4.record_every and at most c4.steps")
+        if nt["n_seed"] < 2:
+            fail("c4.n_tasks.n_seed", "need at least 2 seeds (the jackknife over seeds of the n_tasks slope)")
+    c5 = cfg.get("c5")
+    if c5 is not None:
+        if sorted(set(c5["L"])) != list(c5["L"]):
+            raise ValueError("config key 'c5.L': prompt lengths must be strictly increasing")
+        if len(c5["L"]) < 3:
+            raise ValueError("config key 'c5.L': need at least 3 prompt lengths (the gap criterion compares thirds)")
+        if c5["chunk"] % c5["log_every"]:
+            raise ValueError("config key 'c5.log_every': must divide c5.chunk")
+        if c5["steps"] % c5["chunk"]:
+            raise ValueError("config key 'c5.chunk': must divide c5.steps")
+        if c5["steps"] // c5["log_every"] < 30:
+            raise ValueError("config key 'c5.log_every': need at least 30 logged losses (c5.steps / c5.log_every) "
+                             "for the plateau criterion")
+        if c5["optimizer"].get("warmup", 0) >= c5["steps"]:
+            raise ValueError("config key 'c5.optimizer.warmup': must be less than c5.steps")
+        if c5["eval"]["n_test"] % c5["eval"]["chunk"]:
+            raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
+        if sorted(c5["models"]) != ["linear", "softmax"]:
+            raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
+        reps = c5.get("replicates") or []
+        if len(reps) < 2:
+            fail("c5.replicates", f"{len(reps)} replicate; need at least 2 (c5_replicates' standard errors are a "
+                 "jackknife over replicates)")
+        seen = [(r["seed"], r["init_seed"], r["eval_seed"]) for r in reps]
+        if len(set(seen)) < len(seen):
+            fail("c5.replicates", "two replicates with the same seeds (they would be one run counted twice)")
+    return sigmas
+
+
+def _unique(key: str, values, what: str):
+    seen = set()
+    for v in values:
+        if v in seen:
+            fail(key, f"{what} {v!r} appears twice")
+        seen.add(v)
+
+
+def check_names(cfg: dict) -> None:
+    """Setting names and labels in :data:`SAFE_NAME`'s alphabet, and unique per claim: a C3 fit
+    block ``<label>_<token_kind>`` names one setting (two settings sharing it would be pooled into
+    one fit); the lists that name settings, probes or fractions hold no value twice."""
+    for claim in CLAIMS_WITH_SETTINGS:
+        settings = (cfg.get(claim) or {}).get("settings") or {}
+        for name, st in settings.items():
+            if not isinstance(name, str) or not SAFE_NAME.fullmatch(name):
+                fail(f"{claim}.settings", f"setting name {name!r} is not allowed (letters, digits, '_', '-'; "
+                     "a letter or digit first; at most 64 characters)")
+            label = st.get("label")
+            if label is not None and not SAFE_NAME.fullmatch(label):
+                fail(f"{claim}.settings.{name}.label", f"{label!r} is not allowed (letters, digits, '_', '-')")
+    c3 = cfg.get("c3")
+    if c3 is not None:
+        fits = metric_names.placeholders(cfg)["c3_fit"]
+        names = list(c3["settings"])
+        for i, f in enumerate(fits):
+            if f in fits[:i]:
+                other = names[fits.index(f)]
+                fail(f"c3.settings.{names[i]}.label",
+                     f"settings {other!r} and {names[i]!r} share the fit block {f!r} (label_token_kind; "
+                     "identity covariances default to the label 'isotropic'): they would be pooled into one "
+                     "fit; give one a distinct label")
+    for claim in ("c1", "c4"):
+        settings = (cfg.get(claim) or {}).get("settings") or {}
+        _unique(f"{claim}.settings", [(st.get("label") or n, st.get("token_kind", "gauss"))
+                                      for n, st in settings.items()], "(label, token kind)")
+    c1, c2, c4 = cfg.get("c1"), cfg.get("c2"), cfg.get("c4")
+    if c1 is not None:
+        _unique("c1.probes.scaled_lambda", c1["probes"]["scaled_lambda"], "lambda_max target")
+        for name, st in c1["settings"].items():
+            _unique(f"c1.settings.{name}.probes.scaled_lambda",
+                    (st.get("probes") or {}).get("scaled_lambda") or [], "lambda_max target")
+    if c2 is not None:
+        _unique("c2.sweep.settings", c2["sweep"]["settings"], "setting")
+        _unique("c2.sweep.lambda", c2["sweep"]["lambda"], "lambda_max target")
+        _unique("c2.trajectory.settings", c2["trajectory"]["settings"], "setting")
+    if c4 is not None:
+        _unique("c4.alpha_sweep.fractions", c4["alpha_sweep"]["fractions"], "fraction")
+        _unique("c4.n_tasks.n_pairs", c4["n_tasks"]["n_pairs"], "number of pairs")
+    for claim in metric_names.METRICS:
+        sec = cfg.get(claim) or {}
+        ids = [c.get("id") for kind in ("criteria", "consistency_checks") for c in sec.get(kind) or []]
+        _unique(f"{claim}.criteria", ids, "criterion id")
+
+
+def check_tests(cfg: dict) -> None:
+    """Each test's ``value`` of the shape its ``op`` needs: ``between`` / ``outside`` a band
+    ``[low, high]`` with ``low < high``, every other operator one number."""
+    for claim in metric_names.METRICS:
+        sec = cfg.get(claim) or {}
+        for kind in ("criteria", "consistency_checks"):
+            for crit in sec.get(kind) or []:
+                for part in ("all", "inconclusive_unless"):
+                    for test in crit.get(part) or []:
+                        op, v = test["op"], test["value"]
+                        where = f"{claim}.{kind}"
+                        what = f"{crit.get('id', '?')}'s test on {test['measured']!r}"
+                        if op in BAND_OPS:
+                            if not isinstance(v, list):
+                                fail(where, f"{what}: op {op!r} needs value [low, high], got {v!r}")
+                            if not v[0] < v[1]:
+                                fail(where, f"{what}: the band {v!r} needs low < high")
+                        elif isinstance(v, list):
+                            fail(where, f"{what}: op {op!r} needs one number, got {v!r}")
+
+
+def check_guards(cfg: dict) -> None:
+    """The C5 plateau test keeps its power: its window (the last ``window_frac`` of the log) holds
+    at least :data:`MIN_WINDOW_POINTS` log points, and the end slope it can flag,
+    ``max_rel_drop / window_frac``, is at most :data:`MAX_END_RATE` (docs/faults.md#guards)."""
+    c5 = cfg.get("c5")
+    if c5 is None:
+        return
+    conv = c5["convergence"]
+    n_log = c5["steps"] // c5["log_every"]
+    if conv["window_frac"] * n_log < MIN_WINDOW_POINTS - 1e-9:
+        fail("c5.convergence.window_frac", f"{conv['window_frac']:g} x {n_log} logged losses is fewer than "
+             f"{MIN_WINDOW_POINTS} points: the flatness test would fit a shorter window than it scales its "
+             "drop to, and 'flat' would hold for any run")
+    rate = conv["max_rel_drop"] / conv["window_frac"]
+    if rate > MAX_END_RATE * (1 + 1e-9):
+        fail("c5.convergence.window_frac", f"max_rel_drop / window_frac = {rate:.3g} > {MAX_END_RATE:g}: the "
+             "flatness test would pass a run still falling by that fraction of its loss per training length "
+             "(widen the window or lower max_rel_drop; docs/faults.md#guards)")

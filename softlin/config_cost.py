@@ -1,0 +1,114 @@
+"""Size guards: a cost model of each claim's work (CPU time and the largest job's memory) from
+its config, checked before any job starts.
+
+A claim whose largest job needs more memory than this machine has, or whose estimated CPU time
+exceeds ``max_cpu_hours``, stops the dry run with one line that prints the estimate, unless
+``allow_large: true``.  The estimates are rough (a factor of ~3 either way): they count the
+softmax-moment evaluations (token x query x task x probe or step) at the C++ kernel's measured
+2.1e-9 s each (docs/performance.md: 1.65 ms per C3 step of 96 tasks x 2 queries x 4096 tokens),
+C5's steps at :func:`c5_step_seconds` (bench/bench_c5.py), and memory as the arrays a job holds.
+They are meant to tell seconds from months and megabytes from terabytes, not to schedule.
+"""
+
+from __future__ import annotations
+
+import os
+
+TOKEN_S = 2.1e-9          # CPU seconds per softmax-moment token evaluation (C1-C3, C5's test set)
+GRAD_FACTOR = 10.0        # C2's per-query gradient against C1's output (the (d+1)^2 block)
+TASK_STEP_S = 1e-7        # C4: one task's linear(inf) gradient step (no prompt)
+BASE_MB = 1500            # a job's Python, JAX and Snakemake
+
+
+def machine_mb() -> float:
+    """This machine's physical memory in MB."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e6
+
+
+def c5_step_seconds(c5: dict, Ls) -> float:
+    """Predicted CPU seconds of one joint step of a C5 group (both models, shared stream) on one
+    thread, at batch 128, d = 5: drawing the batch ~6.8e-6 s per token of the longest prompt, the
+    softmax moments ~1.1e-6 s per token per run, ~4 ms for everything else (bench/bench_c5.py on
+    an idle machine: 17.3 ms per step of the paper layout); random restarts share the draw."""
+    per_stream = 1 if c5["streams"] == "shared" else len(Ls)
+    draw = 6.8e-6 * (max(Ls) if per_stream == 1 else sum(Ls))
+    return (draw + c5["restarts"] * (4e-3 + 1.1e-6 * sum(Ls))) * c5["batch"] / 128
+
+
+def c5_mem_mb(c5: dict, Ls) -> int:
+    """Memory (MB) of a C5 training job over the lengths ``Ls``: a batch of the longest prompt."""
+    return BASE_MB + int(c5["batch"] * (max(Ls) + 2) * (c5["d"] + 2) * 8 * 4 / 1e6)
+
+
+def _pow2(sec):
+    return [2 ** j for j in range(sec["log2_L_min"], sec["log2_L_max"] + 1)]
+
+
+def _n_probes(c1: dict, st: dict) -> int:
+    on = {**c1["probes"], **(st.get("probes") or {})}
+    return int(on["eq9"]) + int(on["star"]) + len(on["scaled_lambda"])
+
+
+def estimates(cfg: dict) -> dict:
+    """``{claim: (cpu_seconds, largest job's MB)}`` for every claim section of ``cfg``."""
+    out = {}
+    c1, c2, c3, c4, c5 = (cfg.get(k) for k in ("c1", "c2", "c3", "c4", "c5"))
+    if c1 is not None:
+        L, tasks = max(_pow2(c1)), 2 * c1["n_pairs"]
+        d = max(len(st["sigma"]) for st in c1["settings"].values())
+        per = [c1["n_blocks"] * tasks * c1["n_query"] * L * _n_probes(c1, st) for st in c1["settings"].values()]
+        out["c1"] = (TOKEN_S * sum(per), BASE_MB + 8 * tasks * L * (d + 1 + 2 * c1["n_query"]) * 4 / 1e6)
+    if c2 is not None and c1 is not None:
+        L, tasks = max(_pow2(c2)), 2 * c2["n_pairs"]
+        d = max(len(st["sigma"]) for st in c1["settings"].values())
+        n = sum(_n_probes(c1, st) + (len(c2["sweep"]["lambda"]) if name in c2["sweep"]["settings"] else 0)
+                for name, st in c1["settings"].items())
+        work = c2["n_blocks"] * tasks * c2["n_query"] * L * n * GRAD_FACTOR
+        out["c2"] = (TOKEN_S * work, BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6)
+    if c3 is not None:
+        runs = sum(st["n_seed"] for st in c3["settings"].values())
+        twins = 2 if c3["offblock_seed_order"] else 1
+        tasks, ev = 2 * c3["n_pairs"], 2 * c3["eval"]["n_pairs"]
+        per_run = (c3["steps"] + 1) * tasks * c3["n_query"] * sum(c3["L"]) * twins
+        per_run += ev * c3["eval"]["n_query"] * c3["eval"]["L"] * len(c3["L"]) * 3
+        mem = 8 * (c3["d"] + 1) * (tasks * max(c3["L"]) * (1 + c3["n_query"]) + ev * c3["eval"]["L"]) * 4 / 1e6
+        out["c3"] = (TOKEN_S * runs * per_run, BASE_MB + mem)
+    if c4 is not None:
+        nt = c4["n_tasks"]
+        work = nt["n_seed"] * sum(nt["n_pairs"]) * 2 * nt["n_query"] * nt["steps"]
+        work += 2 * c4["sampled"]["n_pairs"] * c4["sampled"]["n_query"] * c4["steps"]
+        out["c4"] = (TASK_STEP_S * work * len(c4["settings"]), BASE_MB + 8 * 16 * max(nt["n_pairs"]) * 64 / 1e6)
+    if c5 is not None:
+        k = c5["L_per_job"] or len(c5["L"])
+        groups = [c5["L"][i:i + k] for i in range(0, len(c5["L"]), k)]
+        train = sum(c5["steps"] * c5_step_seconds(c5, g) for g in groups)
+        ev = c5["eval"]
+        test = TOKEN_S * ev["n_test"] * sum(c5["L"]) * (c5["d"] + 1) * 16
+        mem_eval = BASE_MB + ev["chunk"] * max(c5["L"]) * (c5["d"] + 2) * 8 * 4 / 1e6
+        out["c5"] = (train + test, max(max(c5_mem_mb(c5, g) for g in groups), mem_eval))
+    return out
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("years", 3.15e7), ("days", 86400), ("hours", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def check(cfg: dict, total_mb: float | None = None) -> None:
+    """ValueError (one line with the estimate) for the first claim over the bounds, unless
+    ``cfg['allow_large']``."""
+    if cfg.get("allow_large"):
+        return
+    total_mb = machine_mb() if total_mb is None else total_mb
+    limit_s = 3600.0 * cfg.get("max_cpu_hours", 24)
+    for claim, (cpu_s, mb) in estimates(cfg).items():
+        if mb > total_mb:
+            raise ValueError(f"config key '{claim}': its largest job needs about {mb / 1e3:.3g} GB of memory, "
+                             f"this machine has {total_mb / 1e3:.3g} GB (estimate: softlin/config_cost.py; "
+                             "--config allow_large=true to run it anyway)")
+        if cpu_s > limit_s:
+            raise ValueError(f"config key '{claim}': about {_human(cpu_s)} of CPU time, over max_cpu_hours = "
+                             f"{cfg.get('max_cpu_hours', 24):g} (estimate: softlin/config_cost.py; "
+                             "--config allow_large=true to run it anyway)")
