@@ -252,3 +252,49 @@ def test_property_drawn_configs_are_refused_at_parse_time_or_meet_every_conditio
         assert _works(cfg), over
         n_ok += 1
     assert n_refused > 50 and n_ok > 20, (n_refused, n_ok)
+
+
+def test_drawn_configs_that_pass_plan_and_one_completes(tmp_path):
+    """The end-to-end half of the property test: 5 drawn configs that pass the check are planned
+    by ``snakemake -n`` (one Snakemake process) and 5 that it refuses stop the dry run with their
+    line; one that passes is run to completion (C1 at the smoke preset without the Eq. (9) probe,
+    the cheapest claim whose metrics depend on a drawn knob)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from helpers import SMOKE, copy_repo, smk
+
+    rnd = random.Random(3232)
+    base, _ = load()
+    passing, failing = [], []
+    while len(passing) < 5 or len(failing) < 5:
+        over = {}
+        for path, values in rnd.sample(KNOBS, rnd.randint(1, 3)):
+            _set(over, path, rnd.choice(values))
+        try:
+            config_check.check(_merge(base, over))
+            (passing if len(passing) < 5 else []).append(over)
+        except ValueError as err:
+            (failing if len(failing) < 5 else []).append((over, str(err)))
+    repo = copy_repo(tmp_path / "repo")
+    plan = []
+    for i, over in enumerate(passing + [o for o, _ in failing]):
+        (repo / f"draw{i}.yaml").write_text(yaml.safe_dump(over))
+        plan.append([str(repo), ["--cores", "1", "-n", *SMOKE, "--configfile", f"draw{i}.yaml"], str(tmp_path / f"{i}.out")])
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "smk_batch.py")], input=json.dumps(plan),
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(repo)))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    outs = [(tmp_path / f"{i}.out").read_text() for i in range(len(plan))]
+    for i in range(5):
+        assert codes[i] == 0 and "This was a dry-run" in outs[i], (passing[i], outs[i][-1500:])
+        assert codes[5 + i] != 0 and failing[i][1] in outs[5 + i], (failing[i], outs[5 + i][-1500:])
+    assert not (repo / "results").exists()
+    over = {"c1": {"probes": {"eq9": False}}}
+    config_check.check(_merge(base, over))
+    (repo / "noeq9.yaml").write_text(yaml.safe_dump(over))
+    smk(repo, "c1", *SMOKE, "--configfile", "noeq9.yaml")
+    fits = json.loads((repo / "results" / "c1" / "c1_concentration.json").read_text())["fits"]
+    assert fits and not any(k.endswith("/eq9") for k in fits) and "rademacher/star" in fits
