@@ -160,6 +160,23 @@ def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():
     assert metric_names.missing_reason("c3", cfg, "fits.isotropic_rademacher.slope_last4_D_inf_max") is None
 
 
+def test_c1_threshold_sides_need_a_probe_on_each_side():
+    """C1b reads the probes below lambda_max(M) = 1/2, C1d those above: a config with none on one
+    side is refused (before: a KeyError in the verdict); the Eq. (9) probe's lambda the registry
+    assumes, 1 / (2 d^3/2), is the one the probe design computes."""
+    from softlin.concentration import probe_design
+
+    for sigma in (np.eye(2), np.diag([2.0, 1.0, 0.5]), np.diag([5.0, 1.0, 0.1, 0.1, 1.0])):
+        lam = probe_design(sigma, star=False)[0]["lambda_max"]
+        assert lam == pytest.approx(0.5 * len(sigma) ** -1.5, rel=1e-9)
+    msg = refused({"c1": {"probes": {"star": False, "scaled_lambda": [0.2]},
+                          "settings": {"rademacher": {"probes": {"star": True}}}}})
+    assert "C1d measures 'summary.gauss_above.dev', which needs a Gaussian c1 probe with lambda_max(M) >= 1/2" in msg
+    load({"c1": {"probes": {"eq9": False, "scaled_lambda": [1.0]}}})  # theta* of diag(2, 1, 0.5): 0.436 < 1/2
+    msg = refused({"c1": {"settings": {"isotropic": {"probes": {"eq9": False, "star": False, "scaled_lambda": []}}}}})
+    assert "config key 'c1.settings.isotropic.probes': the setting has no probe" in msg
+
+
 def test_the_plateau_bound_is_where_the_test_loses_its_power():
     """A loss still falling by 30% per training length at the end: the default window (10% of 30
     log points) flags it; window_frac 0.01 (the issue's knob) does not, so the check refuses it."""

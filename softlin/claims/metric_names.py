@@ -121,6 +121,38 @@ def _probe_present(claim: str):
     return need
 
 
+def _probe_lambdas(cfg: dict, star: bool) -> list[float]:
+    """lambda_max(M) of the Gaussian C1 probes (eq9: 1 / (2 d^3/2) at every covariance of dimension
+    d, by its scale; the scaled probes: their targets; theta*, if ``star``: computed, which imports JAX)."""
+    c1 = cfg["c1"]
+    out = []
+    for st in c1["settings"].values():
+        if st.get("token_kind", "gauss") != "gauss":
+            continue
+        on = {**c1["probes"], **(st.get("probes") or {})}
+        out += [0.5 * len(st["sigma"]) ** -1.5] * bool(on["eq9"]) + list(on["scaled_lambda"])
+        if on["star"] and star:
+            from ..concentration import probe_design  # JAX: only for a config that needs it
+            import numpy as np
+
+            a = np.asarray(st["sigma"], dtype=float)
+            out += [p["lambda_max"] for p in probe_design(np.diag(a) if a.ndim == 1 else a, eq9=False)]
+    return out
+
+
+def _c1_side(below: bool):
+    """``summary.gauss_below`` / ``gauss_above`` exist where a Gaussian probe lies on that side of 1/2."""
+    def need(cfg, path):
+        if any((lam < 0.5) == below for lam in _probe_lambdas(cfg, star=False)):
+            return None
+        lams = _probe_lambdas(cfg, star=True)
+        if not any((lam < 0.5) == below for lam in lams):
+            return (f"needs a Gaussian c1 probe with lambda_max(M) {'<' if below else '>='} 1/2 "
+                    f"(c1.probes; the probes' lambda_max: {', '.join(f'{x:.3g}' for x in sorted(lams)) or 'none'})")
+        return None
+    return need
+
+
 def _c3_seed_order(cfg, path):
     if not cfg["c3"].get("offblock_seed_order", True):
         return "needs c3.offblock_seed_order: true (the runs trained without pair summation)"
@@ -147,7 +179,8 @@ def _c4_fractions(admissible: bool):
 # :data:`METRICS`' language (it matches a path and everything below it), ``need(cfg, path)`` None
 # where the metric exists, else the reason it does not (checked with the names, :func:`check_config`)
 REQUIRES: dict[str, list] = {
-    "c1": [("fits.*", _probe_present("c1"))],
+    "c1": [("fits.*", _probe_present("c1")), ("summary.gauss_below.{dev,slope,rel_se_max}", _c1_side(True)),
+           ("summary.gauss_above.{dev,slope,rel_se_max}", _c1_side(False))],
     "c2": [("fits.*", _probe_present("c2"))],
     "c3": [("offblock.seed_order", _c3_seed_order),
            ("fits.*.{slope_last4_D_inf_max}", _c3_last4)],
