@@ -132,8 +132,9 @@ def _probe_lambdas(cfg: dict, star: bool) -> list[float]:
         on = {**c1["probes"], **(st.get("probes") or {})}
         out += [0.5 * len(st["sigma"]) ** -1.5] * bool(on["eq9"]) + list(on["scaled_lambda"])
         if on["star"] and star:
-            from ..concentration import probe_design  # JAX: only for a config that needs it
             import numpy as np
+
+            from ..concentration import probe_design  # JAX: only for a config that needs it
 
             a = np.asarray(st["sigma"], dtype=float)
             out += [p["lambda_max"] for p in probe_design(np.diag(a) if a.ndim == 1 else a, eq9=False)]
