@@ -173,6 +173,10 @@ def test_c1_threshold_sides_need_a_probe_on_each_side():
                           "settings": {"rademacher": {"probes": {"star": True}}}}})
     assert "C1d measures 'summary.gauss_above.dev', which needs a Gaussian c1 probe with lambda_max(M) >= 1/2" in msg
     load({"c1": {"probes": {"eq9": False, "scaled_lambda": [1.0]}}})  # theta* of diag(2, 1, 0.5): 0.436 < 1/2
+    c1_ok = {"probes": {"star": False, "scaled_lambda": [0.2]}, "settings": {"rademacher": {"probes": {"star": True}}},
+             "criteria": [], "consistency_checks": []}
+    msg = refused({"c1": c1_ok})  # C2's summary reads the same probes
+    assert msg.startswith("config key 'c2.") and "summary.U.above" in msg, msg
     msg = refused({"c1": {"settings": {"isotropic": {"probes": {"eq9": False, "star": False, "scaled_lambda": []}}}}})
     assert "config key 'c1.settings.isotropic.probes': the setting has no probe" in msg
 

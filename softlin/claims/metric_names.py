@@ -182,7 +182,8 @@ def _c4_fractions(admissible: bool):
 REQUIRES: dict[str, list] = {
     "c1": [("fits.*", _probe_present("c1")), ("summary.gauss_below.{dev,slope,rel_se_max}", _c1_side(True)),
            ("summary.gauss_above.{dev,slope,rel_se_max}", _c1_side(False))],
-    "c2": [("fits.*", _probe_present("c2"))],
+    "c2": [("fits.*", _probe_present("c2")), ("summary.*.below.{dev,rel_se_max}", _c1_side(True)),
+           ("summary.*.above.{dev,slope}", _c1_side(False))],  # C2's summary: C1's probes
     "c3": [("offblock.seed_order", _c3_seed_order),
            ("fits.*.{slope_last4_D_inf_max}", _c3_last4)],
     "c4": [("summary.alpha_admissible_*", _c4_fractions(True)),
