@@ -196,6 +196,11 @@ def check_names(cfg: dict) -> None:
         sec = cfg.get(claim) or {}
         ids = [c.get("id") for kind in ("criteria", "consistency_checks") for c in sec.get(kind) or []]
         _unique(f"{claim}.criteria", ids, "criterion id")
+        if claim == "c3" and sec.get("compare_seed_log"):
+            for cid in sec.get("seed_log_outcome") or {}:
+                if cid not in ids:
+                    fail("c3.seed_log_outcome", f"{cid!r} is no c3 criterion or consistency check id "
+                         "(the seed log's outcome is evaluated criterion by criterion)")
 
 
 def check_tests(cfg: dict) -> None:

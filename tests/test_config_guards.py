@@ -82,6 +82,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "duplicate_criterion_id": ({"c4": {"consistency_checks": [
         {"id": "C4c", "statement": "s", "reason": "r", "all": [{"measured": "summary.offblock_max", "op": "<", "value": 1}]}]}},
         "criterion id 'C4c' appears twice"),
+    "seed_log_outcome_unknown_id": ({"c3": {"compare_seed_log": True, "seed_log_outcome": {"C3z": "PASS"}}},
+                                    "config key 'c3.seed_log_outcome': 'C3z' is no c3 criterion"),
     "c2_through_c1_star": ({"c1": {"probes": {"star": False}}, "c3": {"criteria": []}}, "needs the probe 'star'"),
     "star_off_in_one_setting": ({"c1": {"settings": {"rademacher": {"probes": {"star": False}}}}},
                                 "c1.settings.rademacher.probes.star is false"),
