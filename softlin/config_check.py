@@ -177,10 +177,6 @@ def check_names(cfg: dict) -> None:
                                       for n, st in settings.items()], "(label, token kind)")
     c1, c2, c4 = cfg.get("c1"), cfg.get("c2"), cfg.get("c4")
     if c1 is not None:
-        for name, st in c1["settings"].items():
-            on = {**c1["probes"], **(st.get("probes") or {})}
-            if not (on["eq9"] or on["star"] or on["scaled_lambda"]):
-                fail(f"c1.settings.{name}.probes", "the setting has no probe (eq9, star and scaled_lambda all off)")
         _unique("c1.probes.scaled_lambda", c1["probes"]["scaled_lambda"], "lambda_max target")
         for name, st in c1["settings"].items():
             _unique(f"c1.settings.{name}.probes.scaled_lambda",
