@@ -54,6 +54,7 @@ def check(cfg: dict) -> dict:
     check_names(cfg)
     check_tests(cfg)
     metric_names.check_config(cfg)
+    check_seed_log(cfg)
     check_guards(cfg)
     config_plot.check(cfg)
     config_cost.check(cfg)
@@ -192,11 +193,19 @@ def check_names(cfg: dict) -> None:
         sec = cfg.get(claim) or {}
         ids = [c.get("id") for kind in ("criteria", "consistency_checks") for c in sec.get(kind) or []]
         _unique(f"{claim}.criteria", ids, "criterion id")
-        if claim == "c3" and sec.get("compare_seed_log"):
-            for cid in sec.get("seed_log_outcome") or {}:
-                if cid not in ids:
-                    fail("c3.seed_log_outcome", f"{cid!r} is no c3 criterion or consistency check id "
-                         "(the seed log's outcome is evaluated criterion by criterion)")
+
+
+def check_seed_log(cfg: dict) -> None:
+    """With ``c3.compare_seed_log``, each id of ``c3.seed_log_outcome`` names a c3 criterion or
+    consistency check (the seed log's outcome is evaluated criterion by criterion)."""
+    c3 = cfg.get("c3") or {}
+    if not c3.get("compare_seed_log"):
+        return
+    ids = {c.get("id") for kind in ("criteria", "consistency_checks") for c in c3.get(kind) or []}
+    for cid in c3.get("seed_log_outcome") or {}:
+        if cid not in ids:
+            fail("c3.seed_log_outcome", f"{cid!r} is no c3 criterion or consistency check id "
+                 "(the seed log's outcome is evaluated criterion by criterion)")
 
 
 def check_tests(cfg: dict) -> None:
