@@ -280,8 +280,8 @@ def test_property_drawn_configs_are_refused_at_parse_time_or_meet_every_conditio
 def test_drawn_configs_that_pass_plan_and_one_completes(tmp_path):
     """The end-to-end half of the property test: 5 drawn configs that pass the check are planned
     by ``snakemake -n`` (one Snakemake process) and 5 that it refuses stop the dry run with their
-    line; one that passes is run to completion (C1 at the smoke preset without the Eq. (9) probe,
-    the cheapest claim whose metrics depend on a drawn knob)."""
+    line; one that passes is run to its verdict (C1 at the smoke preset without the Eq. (9) probe,
+    the cheapest claim whose metrics depend on a drawn knob; the figure left out)."""
     import json
     import os
     import subprocess
@@ -318,6 +318,7 @@ def test_drawn_configs_that_pass_plan_and_one_completes(tmp_path):
     over = {"c1": {"probes": {"eq9": False}}}
     config_check.check(_merge(base, over))
     (repo / "noeq9.yaml").write_text(yaml.safe_dump(over))
-    smk(repo, "c1", *SMOKE, "--configfile", "noeq9.yaml")
+    smk(repo, "results/c1/verdict.json", *SMOKE, "--configfile", "noeq9.yaml")  # the verdict, not the figure
     fits = json.loads((repo / "results" / "c1" / "c1_concentration.json").read_text())["fits"]
     assert fits and not any(k.endswith("/eq9") for k in fits) and "rademacher/star" in fits
+    assert "C1f" in (repo / "results" / "c1" / "verdict.json").read_text()

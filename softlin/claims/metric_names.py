@@ -17,7 +17,10 @@ Each claim has a list of patterns, dotted like the paths (:func:`softlin.verdict
   ``slope_se``: see :data:`SE`.
 
 To add a metric, add its pattern here (a test checks that every criterion of config.yaml and of
-every preset matches, and that the patterns match the metrics a smoke run writes).
+every preset matches, and that the patterns match the metrics a smoke run writes).  A metric that
+exists only under some options (a probe switched on, the seed-order runs, four prompt lengths)
+also gets an entry in :data:`REQUIRES`, so a criterion reading it under other options is refused
+at parse time with the option it needs.
 """
 
 from __future__ import annotations
