@@ -42,6 +42,7 @@ rule c1_measure:
         n_blocks=C1["n_blocks"],
         n_pairs=C1["n_pairs"],
         n_query=C1["n_query"],
+        estimator=C1["estimator"],
     threads: 1
     resources:
         # measured: about 1 s per block of 32 tasks x 4 queries at l_max = 65536 (6 probes, 14 L)
@@ -76,7 +77,7 @@ rule c1_metrics:
         L=C1_L,
         n_blocks=C1["n_blocks"],
         z=config["decision"]["z"],
-        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
+        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
     resources:
         runtime=2,
         mem_mb=500,

@@ -12,11 +12,12 @@ design = load_json(snakemake.input.probes)  # noqa: F821
 rows, fits = [], {}
 for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
     gaps = records.load(path, c1.output_gaps_like(p.n_blocks, len(design[name]["probes"]), p.L))
-    r, fi = c1.summarize(design[name], gaps.msq, gaps.L, p.z)
+    r, fi = c1.summarize(design[name], gaps.msq, gaps.L, p.z, gaps.tilt, gaps.diag)
     rows += r
     fits.update(fi)
 for k, f in fits.items():
-    log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f})")
+    log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f}); "
+        f"{f['estimator']} t {f['tilt']:.3f} ess {f['ess']:.0f}/{f['n_units']} share {f['share_max']:.2f}")
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
 save_json(snakemake.output.metrics, {"fits": fits, "summary": c1.aggregate(fits),  # noqa: F821
                                       "protocol": p.protocol})
