@@ -139,7 +139,30 @@ SE_NOTE = (
     "the jackknife standard error is itself a noisy, optimistic estimate, so decisions there rest on "
     "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
     "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
-    "errors (docs/c1c2_uncertainty.md).\n")
+    "errors (docs/c1c2_uncertainty.md). Since issue 31 the queries of Gaussian probes are drawn by importance "
+    "sampling from S5's tilted Gaussian (estimator `importance`, table below), which removes the query-level "
+    "heavy tail of the first-order term; where a single block still holds a large share of the mean square "
+    "the standard error is marked a lower bound.\n")
+
+def estimator_markdown(fits: dict, parts=(None,)) -> str:
+    """Which estimator gave each probe's values (issue 31): a Markdown table of
+    :func:`estimator_diagnostics` per probe (and part: ``fits[label][part]``)."""
+    lines = ["## Estimator of each probe's mean square (issue 31, docs/c1c2_uncertainty.md)", "",
+             "`importance`: queries from S5's tilted Gaussian with tilt t and weights p/q_t; `blocks`: the plain "
+             "mean. ESS: Kish's effective number of independent queries of the weighted terms at L_max, of n. "
+             "share: the largest task block's share of the mean square at L_max. se lower bound: no PASS on it.", "",
+             "| probe | part | lambda_max | estimator | t | ESS / n | share | se lower bound |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, f in fits.items():
+        for part in parts:
+            g = f if part is None else f[part]
+            if "estimator" not in g:
+                continue
+            ess = f"{g['ess']:.0f} / {g['n_units']}" if "ess" in g else "-"
+            lines.append(f"| {label} | {part or 'output'} | {f['lambda_max']:.3f} | {g['estimator']} | {g['tilt']:.3f} "
+                         f"| {ess} | {g['share_max']:.2f} | {'yes' if g['se_lower_bound'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
 
 def needed(verdicts: list[dict], units) -> list[dict]:
     """For every undecided test entry (value +/- z se straddling its threshold): the replication
