@@ -91,3 +91,24 @@ def test_effective_sample_size_and_share():
     d = curves.estimator_diagnostics([1.0] * 7 + [10.0], 0.5, None, 0.3)
     assert d["se_lower_bound"] and d["estimator"] == "importance"
     assert not curves.estimator_diagnostics([1.0] * 8, 0.5, None, 0.3)["se_lower_bound"]
+
+
+def test_capped_model_against_monte_carlo_and_its_asymptotic_slope():
+    """exponent.capped_mean_square vs a Monte Carlo of min(kappa, expm1(lam u) / L), u ~ chi^2_3 (5 se);
+    its finite-L slope is shallower than -beta near the threshold and tends to -beta at large L
+    (within the logarithmic correction ~ 1 / (2 log L))."""
+    from softlin.claims import exponent
+
+    rng = np.random.default_rng(7)
+    u = rng.chisquare(3, size=400_000)
+    for lam, L, kappa in ((0.3, 1e3, 1.0), (0.8, 1e4, 0.25), (1.5, 1e4, 4.0)):
+        x = np.minimum(kappa, np.expm1(lam * u) / L)
+        assert abs(exponent.capped_mean_square(lam, L, kappa, 3) - x.mean()) < 5 * x.std() / np.sqrt(x.size)
+    fit = 2.0 ** np.arange(10, 17)
+    for lam in (0.6, 1.0):
+        beta = min(0.5, 1 / (4 * lam))
+        assert exponent.predicted_slope(lam, fit, 1.0, 3) > -beta + 0.02
+        far = np.logspace(30, 34, 5)
+        assert abs(exponent.predicted_slope(lam, far, 1.0, 3) + beta) < 1 / (2 * np.log(1e30)) + 0.01
+    lo, hi = exponent.band(0.1, fit, (0.25, 4.0), 3)
+    assert lo == pytest.approx(-0.5, abs=1e-3) and hi == pytest.approx(-0.5, abs=1e-3)

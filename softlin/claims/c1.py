@@ -18,6 +18,8 @@ from .. import importance
 from ..records import Spec
 from . import curves
 
+EXPONENT = "exponent"  # the design entry (and gaps file) of the exponent sweep
+
 
 class OutputGaps(NamedTuple):
     """Per task block, probe and L: the mean squared output gap msq (n_blocks, n_probes, n_L), at the lengths L (n_L,);
@@ -38,14 +40,25 @@ def output_gaps_like(n_blocks: int, n_probes: int, Ls) -> OutputGaps:
                       Spec((nb, npr, 2, 3), np.float64))
 
 
-def design(settings: list[dict], probes_cfg: dict) -> dict:
-    """Probe parameters of every setting: ``{name: {setting..., probes: [...]}}``."""
+def design(settings: list[dict], probes_cfg: dict, exponent: dict | None = None) -> dict:
+    """Probe parameters of every setting: ``{name: {setting..., probes: [...]}}``; with ``exponent``
+    (``setting``, ``lambda``) also the exponent sweep ``EXPONENT``: ``theta*`` of that setting
+    scaled to each ``lambda_max(M)`` (probes of kind ``sweep``, outside C1a-C1f's probes)."""
     out = {}
     for st in settings:
         cfg = {**probes_cfg, **(st.get("probes") or {})}
         out[st["name"]] = dict(st, probes=conc.probe_design(
             np.asarray(st["sigma"]), eq9=cfg["eq9"], star=cfg["star"],
             scaled_lambda=cfg["scaled_lambda"]))
+    if exponent and exponent.get("lambda"):
+        base = next((st for st in settings if st["name"] == exponent["setting"]), None)
+        if base is None or base.get("token_kind", "gauss") != "gauss":
+            raise ValueError(f"c1.exponent.setting must name a Gaussian C1 setting, got {exponent['setting']!r}")
+        probes = conc.probe_design(np.asarray(base["sigma"]), eq9=False, star=False,
+                                   scaled_lambda=exponent["lambda"])
+        for pr, lam in zip(probes, exponent["lambda"]):
+            pr.update(kind="sweep", name=f"lam{lam:g}")
+        out[EXPONENT] = dict(base, name=EXPONENT, probes=probes)
     return out
 
 
@@ -92,10 +105,11 @@ def summarize(setting: dict, msq, Ls, z: float, tilt=None, diag=None) -> tuple[l
 
 
 def aggregate(fits: dict) -> dict:
-    """What the criteria read, over the Gaussian probes (all, below and above the threshold): per
+    """What the criteria read, over the Gaussian probes (all, below and above the threshold; not the
+    exponent sweep's, :mod:`.exponent`): per
     probe mappings ``{setting/probe: value}`` with ``{setting/probe: se}`` beside them (the verdict
     tests every probe with its own error)."""
-    gauss = {k: f for k, f in fits.items() if f["token_kind"] == "gauss"}
+    gauss = {k: f for k, f in fits.items() if f["token_kind"] == "gauss" and f["kind"] != "sweep"}
     below = {k: f for k, f in gauss.items() if f["below_threshold"]}
     above = {k: f for k, f in gauss.items() if not f["below_threshold"]}
     out = {"gauss_all": dict(n=len(gauss)), "gauss_below": dict(n=len(below)),
