@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import models, params, population
+from . import importance, models, params, population
 from ._jax import jax, jnp
 from .kernels.softmax_moments import softmax_moments
 from .params import Params
@@ -109,18 +109,34 @@ def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
     return _softmax_out(p.U, p.v, data.zT, data.zq, data.L)
 
 
-def output_sq_gaps(probes: list[dict], tasks, Ls) -> np.ndarray:
-    """Mean over tasks and queries of ``(f_softmax(L) - f_linear(inf))^2``; (n_probes, n_L)."""
+def output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None) -> np.ndarray:
+    """Mean over tasks and queries of ``(f_softmax(L) - f_linear(inf))^2``; (n_probes, n_L)
+    (:func:`weighted_output_sq_gaps`'s first value)."""
+    return weighted_output_sq_gaps(probes, tasks, Ls, tilts)[0]
+
+
+def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
+    """Per probe with tilt ``t`` (0: the tasks' own queries): the queries drawn from S5's proposal
+    :func:`softlin.importance.tilted_queries` and the mean over tasks and queries of
+    ``weight (f_softmax(L) - f_linear(inf))^2``, unbiased for the mean squared gap; (n_probes, n_L).
+    Second value (n_probes, 2, 3): :func:`softlin.importance.sums` of the independent queries'
+    weighted terms at ``L_max`` and of their weights (effective sample sizes)."""
+    tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
     data = models.prompt_data(tasks, max(Ls))
-    lim = models.model_data("limit", tasks)
+    d = tasks.d
     out = np.empty((len(probes), len(Ls)))
+    diag = np.empty((len(probes), 2, 3))
     for i, pr in enumerate(probes):
         p = probe_params(pr)
-        f_inf = _limit_out(p, lim)
+        tk, log_w = importance.tilted_queries(tasks, np.asarray(pr["U"])[:d, :d], float(tilts[i]))
+        w = jnp.asarray(np.exp(log_w))
+        f_inf = _limit_out(p, models.model_data("limit", tk))
+        dq = data._replace(zq=models.query_tokens(tk)) if tilts[i] else data
         for j, L in enumerate(Ls):
-            f_L = softmax_output(p, models.with_length(data, L))
-            out[i, j] = float(jnp.mean((f_L - f_inf) ** 2))
-    return out
+            terms = w * (softmax_output(p, models.with_length(dq, L)) - f_inf) ** 2
+            out[i, j] = float(jnp.mean(terms))
+        diag[i] = [importance.sums(importance.unit_terms(terms)), importance.sums(importance.unit_terms(w))]
+    return out, diag
 
 
 def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
@@ -156,7 +172,7 @@ def _per_query_grads(U, v, zT, zq, yq, L, G):
     return gU_L, gv_L, gU_inf, gv_inf
 
 
-def grad_gaps_per_query(plist: list[Params], tasks, Ls):
+def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: bool = False):
     """Per-query gradient gaps on the same tasks: for each parameter and L,
 
     * ``msq_U``, ``msq_v`` (n_params, n_L): mean over tasks and queries of
@@ -165,24 +181,39 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls):
       depend on how many tasks a block holds;
     * ``diff`` (n_params, n_L, (d+1)^2 + d+1): the mean of the per-query differences, i.e.
       ``grad R_L - grad R_inf`` of the pooled risk (partners summed first, as the risks do).
+
+    ``tilts`` (n_params,): per parameter, the queries from S5's proposal with tilt ``t`` and every
+    per-query term weighted by ``p / q_t`` (:mod:`softlin.importance`; 0 or None: the tasks' own
+    queries).  ``with_terms``: also (n_params, 3, 3), :func:`softlin.importance.sums` of the
+    independent queries' weighted U and v terms at ``L_max`` and of their weights.
     """
+    tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
     data = models.prompt_data(tasks, max(Ls))
-    lim = models.model_data("limit", tasks)
     D = tasks.d + 1
     n, Q = np.asarray(tasks.yq).shape
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))
     diff = np.empty((len(plist), len(Ls), D * D + D))
+    terms = np.empty((len(plist), 3, 3))
     for i, p in enumerate(plist):
         U, v = jnp.asarray(p.U), jnp.asarray(p.v)
+        tk, log_w = importance.tilted_queries(tasks, np.asarray(p.U)[: D - 1, : D - 1], float(tilts[i]))
+        w = np.exp(log_w)
+        lim = models.model_data("limit", tk)
+        dq = data._replace(zq=models.query_tokens(tk), yq=jnp.asarray(tk.yq)) if tilts[i] else data
         for j, L in enumerate(Ls):
-            gU_L, gv_L, gU_inf, gv_inf = _per_query_grads(U, v, data.zT, data.zq, data.yq,
+            gU_L, gv_L, gU_inf, gv_inf = _per_query_grads(U, v, dq.zT, dq.zq, dq.yq,
                                                           jnp.asarray(int(L), dtype=jnp.int64), lim.G)
             dU = np.asarray(gU_L - gU_inf)
             dv = np.asarray(gv_L - gv_inf)
-            msq_U[i, j] = float(np.mean(np.sum(dU ** 2, axis=(-2, -1))))
-            msq_v[i, j] = float(np.mean(np.sum(dv ** 2, axis=-1)))
+            tU = w * np.sum(dU ** 2, axis=(-2, -1))
+            tv = w * np.sum(dv ** 2, axis=-1)
+            msq_U[i, j] = float(np.mean(tU))
+            msq_v[i, j] = float(np.mean(tv))
+            if tilts[i]:
+                dU, dv = dU * w[..., None, None], dv * w[..., None]
             mU = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dU), axis=1))) / (n * Q)
             mv = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dv), axis=1))) / (n * Q)
             diff[i, j] = params.flatten(Params(mU, mv))
-    return msq_U, msq_v, diff
+        terms[i] = [importance.sums(importance.unit_terms(x)) for x in (tU, tv, w)]
+    return (msq_U, msq_v, diff, terms) if with_terms else (msq_U, msq_v, diff)

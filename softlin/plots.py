@@ -146,8 +146,8 @@ def _probe_lines(a, g, col, se_col, cmap: str, guide=True):
 
 
 def c1_concentration(table, note: str, protocol: dict, cmap: str, png, pdf) -> None:
-    """C1: RMS output gap vs L per setting, one line per probe, dashed L^-beta guides."""
-    groups = list(table.groupby("setting", sort=False))
+    """C1: RMS output gap vs L per setting, one line per probe, dashed L^-beta guides (not the exponent sweep)."""
+    groups = list(table[table["kind"] != "sweep"].groupby("setting", sort=False))
     fig, ax = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
     for a, (setting, g) in zip(ax[0], groups):
         _probe_lines(a, g, "rms_gap", "rms_gap_se", cmap)
@@ -158,6 +158,25 @@ def c1_concentration(table, note: str, protocol: dict, cmap: str, png, pdf) -> N
     suptitle(fig, f"C1 output concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
              f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$, $\\beta$ = min(1/2, 1/(4 $\\lambda_{{max}}(M)$))"
              + note)
+    save(fig, png, pdf)
+
+
+def c1_exponent(ex: dict, protocol: dict, cfg: dict, note: str, png, pdf) -> None:
+    """C1: measured slope vs lambda_max(M) (2 s.e. bars), -beta and the predicted finite-L band (issue 31)."""
+    fig, a = plt.subplots(figsize=(7.5, 4.6))
+    lam = np.asarray(ex["lambda_max"])
+    grid = np.linspace(min(0.05, lam.min()), max(1.5, lam.max()), 300)
+    a.fill_between(lam, ex["band_low"], ex["band_high"], color="0.8", label="predicted band (finite L, S5's capped model)")
+    a.plot(grid, -np.minimum(0.5, 1 / (4 * grid)), "k-", lw=1.2, label=r"$-\beta = -\min(1/2, 1/(4\lambda_{max}))$")
+    a.errorbar(lam, ex["slope"], yerr=2 * np.asarray(ex["slope_se"]), marker="o", ms=4, capsize=2, ls="none",
+               color="tab:blue", label=f"measured (upper-half fit, L = {ex['fit_L'][0]} .. {ex['fit_L'][-1]}), 2 s.e.")
+    a.axvline(0.5, color="r", ls="--", lw=0.8, label=r"threshold $\lambda_{max}(M) = 1/2$")
+    a.set_xlabel(r"$\lambda_{max}(M)$ ($\theta^*$ of " + cfg["setting"] + " scaled)")
+    a.set_ylabel("slope of the RMS output gap (log-log)")
+    a.grid(alpha=0.3)
+    a.legend(fontsize=7)
+    suptitle(fig, f"C1 exponent across the threshold: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} "
+             f"tasks x {protocol['n_query']} queries, estimator {protocol.get('estimator', 'blocks')}" + note)
     save(fig, png, pdf)
 
 

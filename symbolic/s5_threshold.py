@@ -22,7 +22,7 @@ def _exponent(expr_of_x, x_of_T):
 TITLE = "Exponential-moment threshold and the concentration exponent beta"
 
 
-@register("S5", version="3", title=TITLE)
+@register("S5", version="4", title=TITLE)
 def derive_s5() -> Derivation:
     """Score variance s(x_q), Gaussian integral with its condition, the det formula, beta and the theta* threshold."""
     steps, res = [], {}
@@ -156,4 +156,35 @@ def derive_s5() -> Derivation:
                       f"beta = {float(b_):.4f}: {side}",
                       sp.Tuple(t_, l_, b_)))
         res[f"beta_{'isotropic' if t_ == 3 else 'anisotropic'}"] = b_
+    _importance_steps(steps, res, t, lm, lams, T)
     return Derivation("S5", TITLE, steps, res)
+
+
+def _importance_steps(steps, res, t, lm, lams, T):
+    """Issue 31: the query proposal q_t = p e^{t s} / mgf(t), its weight, and the tilt t per probe."""
+    sq = sp.Symbol("s", nonnegative=True)
+    mgf1 = sp.Symbol("m_t", positive=True)               # mgf(t) = det(I - 2 t M)^(-1/2), above
+    w = mgf1 * sp.exp(-t * sq)
+    steps.append(("importance sampling of the query: q_t(x) = p(x) exp(t s(x)) / mgf(t) is the Gaussian "
+                  "N(0, (Sigma^-1 - 2 t K)^-1) (K = A^T Sigma A; a density for t < t*), and the weight "
+                  "p / q_t = mgf(t) exp(-t s) has E_q[weight h] = E_p[h] for every h", w))
+    res["importance_log_weight"] = sp.log(mgf1) - t * sq
+    bounded = sp.simplify(w.subs(t, 1) * (sp.exp(sq) - 1) - mgf1 * (1 - sp.exp(-sq)))
+    ok = bounded == 0
+    steps.append(("t = 1 (admissible iff lambda_max < 1/2): the weighted first-order term weight (e^s - 1) / L = "
+                  f"mgf(1) (1 - e^-s) / L lies in [0, mgf(1) / L): bounded, every moment finite: {ok}", bounded))
+    assert ok
+    logJ = -t * T + sum(-sp.log(1 - 2 * t * li) / 2 for li in lams)
+    stat = sp.diff(logJ, t)
+    term = sp.diff(-sp.log(1 - 2 * t * lm) / 2, t)
+    ok = is_zero(stat - (sum(term.subs(lm, li) for li in lams) - T))
+    ok &= is_zero(sp.diff(term, t) - 2 * lm ** 2 / (1 - 2 * t * lm) ** 2)   # > 0: convex
+    steps.append(("capped first-order term h = min(1, (e^s - 1) / L), L = e^T, lambda > 1/2 (or t < 2 - 1/(2 lambda)): "
+                  "E_q[(weight h)^2] / E_p[h]^2 ~ L^(c - t) mgf(t) up to logarithms (the integrals of the bulk and the "
+                  "tail meet at s = T); log of it, -t T + log mgf(t) (d = 3), is convex in t on (0, t*) and stationary at "
+                  f"sum_i lambda_i / (1 - 2 t lambda_i) = T: {ok}", sp.Eq(stat, 0)))
+    assert ok
+    res["importance_tilt_term"] = term
+    steps.append(("the tilt of a probe: t = min(1, root of sum_i lambda_i / (1 - 2 t lambda_i) = log L_max) (the root "
+                  "lies in (0, t*) whenever sum_i lambda_i < log L_max; t = 1 where the root exceeds 1: there the "
+                  "first-order term is bounded); t = 0 is the plain estimator", term))

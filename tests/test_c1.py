@@ -181,8 +181,16 @@ def test_every_c1_criterion_reads_a_value_with_its_se():
         setting = dict(name=name, token_kind=kind, probes=probes)
         msq = (1.0 / Ls) * (1 + 0.1 * rng.standard_normal((6, len(probes), Ls.size)))
         fits.update(c1.summarize(setting, np.abs(msq), Ls, 2.0)[1])
+    from softlin.claims import exponent
+    sweep = [dict(name=f"lam{lam:g}", kind="sweep", s=1.0, lambda_max=lam, beta=min(0.5, 1 / (4 * lam)))
+             for lam in (0.2, 0.8, 1.2)]
+    ex = dict(name=c1.EXPONENT, token_kind="gauss", sigma=np.eye(3).tolist(), probes=sweep)
+    msq = np.abs((1.0 / Ls) * (1 + 0.1 * rng.standard_normal((6, len(sweep), Ls.size))))
+    fits.update(c1.summarize(ex, msq, Ls, 2.0)[1])
     m = {"fits": fits, "summary": c1.aggregate(fits)}
-    assert set(m["summary"]["gauss_all"]["ratio"]) == {"iso/p0", "iso/p1"}
+    m["summary"][c1.EXPONENT] = exponent.summarize(ex, fits, msq, Ls, cfg["exponent"]["kappa"])
+    assert set(m["summary"]["gauss_all"]["ratio"]) == {"iso/p0", "iso/p1"}   # not the sweep's probes
     assert set(m["summary"]["gauss_below"]["dev_se"]) == {"iso/p0"}
+    assert set(m["summary"][c1.EXPONENT]["above_low_se"]) == {"lam0.2", "lam0.8", "lam1.2"}
     for c in cfg["criteria"] + cfg["consistency_checks"]:
         assert verdict.evaluate(c, m, 2.0)["status"] in verdict.STATUSES

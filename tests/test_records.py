@@ -171,7 +171,8 @@ def test_c1_record_reads_back_against_its_template(tmp_path):
     from softlin.claims import c1
 
     msq = np.arange(24.0).reshape(3, 2, 4) / 7
-    records.save(tmp_path / "g.npz", c1.OutputGaps(msq, np.array([4, 8, 16, 32])))
+    records.save(tmp_path / "g.npz", c1.OutputGaps(msq, np.array([4, 8, 16, 32]), np.array([0.0, 0.5]),
+                                                   np.ones((3, 2, 2, 3))))
     back = records.load(tmp_path / "g.npz", c1.output_gaps_like(3, 2, [4, 8, 16, 32]))
     assert isinstance(back, c1.OutputGaps)
     assert back.msq.tobytes() == (np.arange(24.0).reshape(3, 2, 4) / 7).tobytes()
@@ -182,7 +183,7 @@ def test_c1_record_reads_back_against_its_template(tmp_path):
         records.load(tmp_path / "g.npz", c1.output_gaps_like(3, 2, [4, 8, 16]))
 
     st = _setting()
-    out = c1.measure(st, [2, 4], 5, 2, 2, 1, progress=lambda m: None)
+    out = c1.measure(st, [2, 4], 5, 2, 2, 1, progress=lambda m: None, estimator="importance")
     records.save(tmp_path / "m.npz", out)
     _same_leaves(records.load(tmp_path / "m.npz", c1.output_gaps_like(2, len(st["probes"]), [2, 4])), out)
 
@@ -195,7 +196,8 @@ def test_c2_gap_record_reads_back_against_its_template(tmp_path):
 
     msq_U, msq_v = np.linspace(0, 1, 12).reshape(2, 3, 2), -np.linspace(0, 1, 12).reshape(2, 3, 2)
     diff = np.arange(144.0).reshape(2, 3, 2, 12) - 70.5
-    records.save(tmp_path / "g.npz", c2.GradientGaps(msq_U, msq_v, diff, np.array([8, 64])))
+    records.save(tmp_path / "g.npz", c2.GradientGaps(msq_U, msq_v, diff, np.array([8, 64]), np.zeros(3),
+                                                     np.ones((2, 3, 3, 3))))
     back = records.load(tmp_path / "g.npz", c2.gradient_gaps_like(2, 2, 3, [8, 64]))
     assert isinstance(back, c2.GradientGaps)
     assert back.msq_U.tobytes() == np.linspace(0, 1, 12).reshape(2, 3, 2).tobytes()
@@ -210,7 +212,7 @@ def test_c2_gap_record_reads_back_against_its_template(tmp_path):
     st = _setting()
     probes = c2.probes_of(st, [0.3])
     assert [p["name"] for p in probes] == [p["name"] for p in st["probes"]] + ["sweep_lam0.3"]
-    out = c2.measure(st, probes, [2, 4], 5, 2, 2, 1, progress=lambda m: None)
+    out = c2.measure(st, probes, [2, 4], 5, 2, 2, 1, progress=lambda m: None, estimator="importance")
     records.save(tmp_path / "m.npz", out)
     _same_leaves(records.load(tmp_path / "m.npz", c2.gradient_gaps_like(2, 2, len(probes), [2, 4])), out)
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import concentration as conc
-from .. import metrics, train
+from .. import importance, metrics, train
 from ..params import Params, split_flat
 from ..records import Spec
 from ..tasks import Tasks, check_sigma
@@ -30,12 +30,16 @@ PARTS = ("U", "v")
 
 class GradientGaps(NamedTuple):
     """Per task block, probe and L: mean squared per-query gaps msq_U, msq_v (n_blocks, n_probes, n_L) and the block-mean
-    gradient difference diff (n_blocks, n_probes, n_L, K, K = (d+1)^2 + d+1); the lengths L (n_L,)."""
+    gradient difference diff (n_blocks, n_probes, n_L, K, K = (d+1)^2 + d+1); the lengths L (n_L,); per probe the query
+    proposal's tilt (n_probes,); per block and probe the sums of the weighted U, v terms and of the weights at L_max,
+    diag (n_blocks, n_probes, 3, 3) (:func:`softlin.importance.sums`)."""
 
     msq_U: np.ndarray
     msq_v: np.ndarray
     diff: np.ndarray
     L: np.ndarray
+    tilt: np.ndarray
+    diag: np.ndarray
 
 
 class Parts(NamedTuple):
@@ -68,7 +72,8 @@ def gradient_gaps_like(d: int, n_blocks: int, n_probes: int, Ls) -> GradientGaps
     """The template of :func:`measure`'s record (:mod:`softlin.records`): ``d``-dimensional tasks,
     ``n_blocks`` blocks, ``n_probes`` probes (:func:`probes_of`), the prompt lengths ``Ls``."""
     msq = Spec((int(n_blocks), int(n_probes), len(Ls)), np.float64)
-    return GradientGaps(msq, msq, Spec(msq.shape + (n_flat(d),), np.float64), Spec((len(Ls),), np.int64))
+    return GradientGaps(msq, msq, Spec(msq.shape + (n_flat(d),), np.float64), Spec((len(Ls),), np.int64),
+                        Spec((int(n_probes),), np.float64), Spec((int(n_blocks), int(n_probes), 3, 3), np.float64))
 
 
 def along_like(cfg: dict) -> AlongTrajectory:
@@ -102,24 +107,29 @@ def sweep_probes(sigma, lambdas, label: str = "sweep") -> list[dict]:
 
 
 def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_pairs: int,
-            n_query: int, progress=print) -> GradientGaps:
+            n_query: int, progress=print, estimator: str = "blocks") -> GradientGaps:
     """Per block: mean squared per-query gradient gaps ``msq_U``, ``msq_v`` (n_blocks, n_probes, n_L)
-    and the block-mean gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1)."""
+    and the block-mean gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1), the
+    queries plain (``blocks``) or from S5's proposal per probe (``importance``, :mod:`softlin.importance`)."""
     plist = [conc.probe_params(p) for p in probes]
-    msq_U, msq_v, diffs = [], [], []
+    tilts = np.array([importance.probe_tilt(p, setting["sigma"], setting["token_kind"], max(Ls), estimator)
+                      for p in probes])
+    msq_U, msq_v, diffs, diag = [], [], [], []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
         # computed, not dispatched: the progress line after this block reports work done
-        mu, mv, df = (np.asarray(x) for x in conc.grad_gaps_per_query(plist, tasks, Ls))
+        mu, mv, df, dg = (np.asarray(x) for x in conc.grad_gaps_per_query(plist, tasks, Ls, tilts, with_terms=True))
         msq_U.append(mu)
         msq_v.append(mv)
         diffs.append(df)
+        diag.append(dg)
         progress(f"block {b + 1}/{n_blocks} done")
-    return GradientGaps(np.asarray(msq_U), np.asarray(msq_v), np.asarray(diffs), np.asarray(Ls, dtype=np.int64))
+    return GradientGaps(np.asarray(msq_U), np.asarray(msq_v), np.asarray(diffs), np.asarray(Ls, dtype=np.int64),
+                        tilts, np.asarray(diag))
 
 
 def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None,
-              z: float = 2.0):
+              z: float = 2.0, tilt=None, diag=None):
     """Rows per (probe, L), fits per probe and part, and the sweep's shallowing per part.
 
     ``gap_U`` / ``gap_v``: the per-query L2 gradient gap ``sqrt(mean ||grad l_L - grad l_inf||^2)``
@@ -131,7 +141,8 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
     size; diagnostic only).  Every slope, ratio and difference carries its delete-one jackknife
     standard error over the task blocks (:mod:`.curves`); ``n_increases`` counts the rises larger
     than ``z`` standard errors.  ``shallowing`` (per part): slope at the sweep's largest lambda minus
-    slope at its smallest, jackknifed jointly.
+    slope at its smallest, jackknifed jointly.  Per probe and part the estimator's diagnostics
+    (:func:`curves.estimator_diagnostics`) from the record's ``tilt`` and ``diag``.
     """
     d = len(setting["sigma"])
     diff = np.asarray(diff)
@@ -168,8 +179,12 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
                             f"blockrms_{k}_se": float(blockrms_jk[k][1]["curve"][i, j])})
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
-        for k in PARTS:
+        heavy = pr["lambda_max"] if setting["token_kind"] == "gauss" else 0.0
+        for j, k in enumerate(PARTS):
             f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"])
+            dg = None if diag is None else np.asarray(diag)[:, i][:, [j, 2]]
+            f[k].update(curves.estimator_diagnostics(np.asarray(msq[k])[:, i, -1],
+                                                     0.0 if tilt is None else float(tilt[i]), dg, heavy))
             f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"])
             f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"])
         fits[f"{setting['name']}/{pr['name']}"] = f
@@ -221,6 +236,9 @@ def sweep_summary(fits: dict, setting: str, shallowing: dict) -> dict:
                  slope_above_min=float(sl[~below].min()) if (~below).any() else float("nan"))
         metrics.put(o, "dev", {f["probe"]: float(x) for f, x in zip(sw, dev)},
                     {f["probe"]: f[k]["slope_se"] for f in sw})
+        if all("df" in f[k] for f in sw):
+            o["dev_df"] = {f["probe"]: f[k]["df"] for f in sw}
+            o["dev_se_lower_bound"] = {f["probe"]: bool(f[k]["se_lower_bound"]) for f in sw}
         o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"))))
         out[k] = o
     return out
@@ -300,7 +318,8 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     """
     rows, fits, shallow = [], {}, {}
     for name, (probes, g) in gaps.items():
-        r, fi, shallow[name] = summarize(design[name], probes, g.diff, g.L, n_boot, seed, {"U": g.msq_U, "v": g.msq_v}, z)
+        r, fi, shallow[name] = summarize(design[name], probes, g.diff, g.L, n_boot, seed, {"U": g.msq_U, "v": g.msq_v}, z,
+                                         g.tilt, g.diag)
         rows += r
         fits.update(fi)
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}
@@ -315,8 +334,9 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
                                   **{f"argmax_step_{k}": int(getattr(along.argmax_step, k)[j]) for k in Parts._fields}))
         progress(f"trajectory {name}: slope {traj[name]['full']['slope_full']:.3f} (seed log {seed_log_slope})")
     for k, f in fits.items():
-        progress(f"{k}: lambda {f['lambda_max']:.3f} U {f['U']['slope']:.3f} v {f['v']['slope']:.3f} "
-                 f"(pred {-f['beta']:.3f})")
+        progress(f"{k}: lambda {f['lambda_max']:.3f} U {f['U']['slope']:.3f} +- {f['U']['slope_se']:.3f} "
+                 f"v {f['v']['slope']:.3f} +- {f['v']['slope_se']:.3f} (pred {-f['beta']:.3f}); "
+                 f"{f['U']['estimator']} t {f['U']['tilt']:.3f} share U {f['U']['share_max']:.2f} v {f['v']['share_max']:.2f}")
     return {"table": rows, "trajectory": traj_rows,
             "metrics": {"fits": fits, "summary": aggregate(fits), "sweep": sweep, "trajectory": traj,
                         "protocol": protocol}}

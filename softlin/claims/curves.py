@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import metrics, verdict
+from .. import importance, metrics, verdict
 from ..metrics import EXACT
 
 
@@ -92,11 +92,39 @@ def mapping(fits: dict, key: str) -> tuple[dict, dict]:
 
 
 def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
-    """``out[name]``, ``out[name + "_se"]`` from :func:`mapping` (``"exact"`` if every se is)."""
+    """``out[name]``, ``out[name + "_se"]`` from :func:`mapping` (``"exact"`` if every se is); beside an
+    estimated se, from the fits' :func:`estimator_diagnostics`, ``out[name + "_df"]`` (independent
+    replicates - 1) and ``out[name + "_se_lower_bound"]`` (the se is a lower bound: no PASS on it)."""
     v, s = mapping(fits, key)
     if s and all(x == EXACT for x in s.values()):
         s = EXACT
-    return metrics.put(out, name, v, s)
+    metrics.put(out, name, v, s)
+    if s != EXACT and fits and all("df" in f for f in fits.values()):
+        out[name + "_df"] = {k: f["df"] for k, f in fits.items()}
+        out[name + "_se_lower_bound"] = {k: bool(f["se_lower_bound"]) for k, f in fits.items()}
+    return out
+
+
+def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float) -> dict:
+    """Which estimator gave a probe's values and how far its standard errors can be trusted:
+    ``estimator`` (``importance`` at tilt > 0, else ``blocks``), ``tilt``; ``share_max``: the largest
+    block's share of the mean square at L_max (block_msq_last (n_blocks,)); ``ess``: Kish's effective
+    number of independent queries of the weighted terms at L_max over ``n_units`` (diag (n_blocks, k, 3):
+    sums of each weighted term, the weights last); ``weight_ess``: that of the weights; ``df``:
+    blocks - 1; ``se_lower_bound``: the plain estimator at lambda_heavy >= 1/4 (infinite variance of a
+    block's mean square, docs/maths.md#threshold; lambda_heavy = 0 for bounded tokens) or a block
+    holding more than max(:data:`softlin.importance.SHARE_MAX`, 2 / n_blocks) of the mean square."""
+    m = np.asarray(block_msq_last, float)
+    share = importance.largest_share(m)
+    out = dict(estimator="importance" if tilt > 0 else "blocks", tilt=float(tilt), share_max=share,
+               df=int(m.shape[0]) - 1)
+    if diag is not None:
+        tot = np.asarray(diag, float).sum(axis=0)
+        out.update(n_units=int(tot[0, 2]), ess=importance.kish_ess(tot[0]), weight_ess=importance.kish_ess(tot[-1]))
+        if tot.shape[0] > 2:
+            out["ess_v"] = importance.kish_ess(tot[1])
+    out["se_lower_bound"] = bool((tilt == 0 and lambda_heavy >= 0.25) or share > max(importance.SHARE_MAX, 2 / m.shape[0]))
+    return out
 
 
 # --------------------------------------------------------------------------- replication needed
@@ -111,7 +139,30 @@ SE_NOTE = (
     "the jackknife standard error is itself a noisy, optimistic estimate, so decisions there rest on "
     "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
     "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
-    "errors (docs/c1c2_uncertainty.md).\n")
+    "errors (docs/c1c2_uncertainty.md). Since issue 31 the queries of Gaussian probes are drawn by importance "
+    "sampling from S5's tilted Gaussian (estimator `importance`, table below), which removes the query-level "
+    "heavy tail of the first-order term; where a single block still holds a large share of the mean square "
+    "the standard error is marked a lower bound.\n")
+
+def estimator_markdown(fits: dict, parts=(None,)) -> str:
+    """Which estimator gave each probe's values (issue 31): a Markdown table of
+    :func:`estimator_diagnostics` per probe (and part: ``fits[label][part]``)."""
+    lines = ["## Estimator of each probe's mean square (issue 31, docs/c1c2_uncertainty.md)", "",
+             "`importance`: queries from S5's tilted Gaussian with tilt t and weights p/q_t; `blocks`: the plain "
+             "mean. ESS: Kish's effective number of independent queries of the weighted terms at L_max, of n. "
+             "share: the largest task block's share of the mean square at L_max. se lower bound: no PASS on it.", "",
+             "| probe | part | lambda_max | estimator | t | ESS / n | share | se lower bound |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, f in fits.items():
+        for part in parts:
+            g = f if part is None else f[part]
+            if "estimator" not in g:
+                continue
+            ess = f"{g['ess']:.0f} / {g['n_units']}" if "ess" in g else "-"
+            lines.append(f"| {label} | {part or 'output'} | {f['lambda_max']:.3f} | {g['estimator']} | {g['tilt']:.3f} "
+                         f"| {ess} | {g['share_max']:.2f} | {'yes' if g['se_lower_bound'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
 
 def needed(verdicts: list[dict], units) -> list[dict]:
     """For every undecided test entry (value +/- z se straddling its threshold): the replication

@@ -57,6 +57,8 @@ METRICS: dict[str, list[str]] = {
         "summary.{gauss_below,gauss_above}.{dev,slope,rel_se_max}",
         "summary.{gauss_below,gauss_above}.{dev,slope,rel_se_max}.*",
         "summary.gauss_all.{n_increases,ratio}",
+        "summary.exponent.{lambda_max,pred_slope,band_low,band_high,slope,slope_se,fit_L,shallowing,shallowing_df}",
+        "summary.exponent.{above_low,above_high}", "summary.exponent.{above_low,above_high}.*",
         "protocol.*",
     ],
     "c2": [

@@ -53,3 +53,31 @@ def exp_moment_fn():
             return float("inf")
         return float(f(A, Sigma, Sigma.shape[0]))
     return moment
+
+
+@functools.cache
+def importance_tilt_term_fn():
+    """S5: (lambda_i, t) -> lambda_i / (1 - 2 t lambda_i), one eigenvalue's term of the stationarity
+    equation sum_i lambda_i / (1 - 2 t lambda_i) = log L_max of the query proposal's tilt (issue 31)."""
+    from ..s5_threshold import T  # noqa: F401  (the derivation's symbols)
+    lm, t = sp.Symbol("lambda", real=True), sp.Symbol("t", real=True)
+    f = lambdify_result("S5", "importance_tilt_term", (lm, t), "numpy")
+    return lambda lam, t_: np.asarray(f(np.asarray(lam, float), float(t_)), float)
+
+
+def importance_tilt(eigenvalues, L_max: float) -> float:
+    """S5: the query proposal's tilt t = min(1, root in (0, 1 / (2 lambda_max)) of
+    sum_i lambda_i / (1 - 2 t lambda_i) = log L_max), by bisection (the sum increases in t);
+    eigenvalues (d,) of M."""
+    lam = np.asarray(eigenvalues, float)
+    term = importance_tilt_term_fn()
+    T_ = float(np.log(L_max))
+    if lam.max() <= 0 or np.sum(term(lam, 0.0)) >= T_:
+        return 0.0
+    lo, hi = 0.0, min(1.0, 0.5 / lam.max())
+    if hi == 1.0 and 2 * lam.max() < 1 and np.sum(term(lam, 1.0)) <= T_:
+        return 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if np.sum(term(lam, mid)) > T_ else (mid, hi)
+    return lo

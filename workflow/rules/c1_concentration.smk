@@ -2,6 +2,8 @@
 # probe and L in it) -> metrics -> figure -> verdict.
 C1 = config["c1"]
 C1_SETTINGS = list(C1["settings"])
+# the gaps measured: every setting, and the exponent sweep (issue 31) when it has lambdas
+C1_MEASURED = C1_SETTINGS + (["exponent"] if C1["exponent"]["lambda"] else [])
 C1_L = pow2_range(C1)
 
 
@@ -14,6 +16,7 @@ rule c1_probes:
     params:
         settings=[claim_setting("c1", s) for s in C1_SETTINGS],
         probes=C1["probes"],
+        exponent=C1["exponent"],
     resources:
         runtime=2,
         mem_mb=500,
@@ -42,6 +45,7 @@ rule c1_measure:
         n_blocks=C1["n_blocks"],
         n_pairs=C1["n_pairs"],
         n_query=C1["n_query"],
+        estimator=C1["estimator"],
     threads: 1
     resources:
         # measured: about 1 s per block of 32 tasks x 4 queries at l_max = 65536 (6 probes, 14 L)
@@ -66,17 +70,18 @@ rule c1_metrics:
     standard errors: every statistic jackknifed over the task blocks."""
     input:
         probes="results/c1/probes.json",
-        gaps=expand("results/c1/gaps/{setting}.npz", setting=C1_SETTINGS),
+        gaps=expand("results/c1/gaps/{setting}.npz", setting=C1_MEASURED),
         code=code_inputs("c1_metrics.py"),
     output:
         table="results/c1/c1_concentration.csv",
         metrics="results/c1/c1_concentration.json",
     params:
-        settings=C1_SETTINGS,
+        settings=C1_MEASURED,
+        exponent=C1["exponent"],
         L=C1_L,
         n_blocks=C1["n_blocks"],
         z=config["decision"]["z"],
-        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
+        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
     resources:
         runtime=2,
         mem_mb=500,
@@ -114,6 +119,31 @@ rule c1_figure:
         logfile("c1", "figure"),
     script:
         "../scripts/c1_figure.py"
+
+
+rule c1_exponent_figure:
+    """The measured exponent across the threshold (the sweep) against -beta and the predicted finite-L band."""
+    input:
+        metrics="results/c1/c1_concentration.json",
+        code=code_inputs("c1_exponent_figure.py"),
+    output:
+        png=report("figures/c1_exponent.png", category="C1 concentration", caption="../report/c1_exponent.rst"),
+        pdf="figures/c1_exponent.pdf",
+    params:
+        preset=PRESET,
+        preset_description=PRESET_DESCRIPTION,
+        exponent=C1["exponent"],
+    resources:
+        runtime=2,
+        mem_mb=500,
+    group:
+        "c1_probe"
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c1", "exponent_figure"),
+    script:
+        "../scripts/c1_exponent_figure.py"
 
 
 rule c1_verdict:
@@ -154,6 +184,7 @@ rule c1:
         rules.c1_metrics.output,
         rules.c1_figure.output,
         rules.c1_verdict.output,
+        *(rules.c1_exponent_figure.output if C1["exponent"]["lambda"] else []),
 
 
 ALL_TARGETS.extend(rules.c1.input)

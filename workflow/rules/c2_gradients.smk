@@ -22,6 +22,7 @@ rule c2_measure:
         n_pairs=C2["n_pairs"],
         n_query=C2["n_query"],
         sweep=lambda w: C2_SWEEP[w.setting],
+        estimator=C2["estimator"],
     threads: 1
     resources:
         # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
@@ -96,7 +97,7 @@ rule c2_metrics:
         n_blocks=C2["n_blocks"],
         traj_record=dict({k: config["c3"][k] for k in ("d", "L", "steps", "record_every")},
                          n_blocks=C2["trajectory"]["n_blocks"]),
-        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query")},
+        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
     resources:
         runtime=2,
         mem_mb=800,

@@ -11,6 +11,6 @@ from softlin.progress import Progress
 p = snakemake.params  # noqa: F821
 setting = load_json(snakemake.input.probes)[snakemake.wildcards.setting]  # noqa: F821
 log = Progress(snakemake.log[0], f"c1 measure {setting['name']}")  # noqa: F821
-out = c1.measure(setting, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log)
+out = c1.measure(setting, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log, estimator=p.estimator)
 records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

@@ -2,22 +2,27 @@
 import pandas as pd
 
 from softlin import records
-from softlin.claims import c1
+from softlin.claims import c1, exponent
 from softlin.io import load_json, save_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c1 metrics")  # noqa: F821
 design = load_json(snakemake.input.probes)  # noqa: F821
-rows, fits = [], {}
+rows, fits, msq = [], {}, {}
 for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
     gaps = records.load(path, c1.output_gaps_like(p.n_blocks, len(design[name]["probes"]), p.L))
-    r, fi = c1.summarize(design[name], gaps.msq, gaps.L, p.z)
+    r, fi = c1.summarize(design[name], gaps.msq, gaps.L, p.z, gaps.tilt, gaps.diag)
     rows += r
     fits.update(fi)
+    msq[name] = gaps.msq
+summary = c1.aggregate(fits)
+if c1.EXPONENT in msq:
+    summary[c1.EXPONENT] = exponent.summarize(design[c1.EXPONENT], fits, msq[c1.EXPONENT], p.L, p.exponent["kappa"])
 for k, f in fits.items():
-    log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f})")
+    log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f}); "
+        f"{f['estimator']} t {f['tilt']:.3f} ess {f['ess']:.0f}/{f['n_units']} share {f['share_max']:.2f}")
 pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
-save_json(snakemake.output.metrics, {"fits": fits, "summary": c1.aggregate(fits),  # noqa: F821
+save_json(snakemake.output.metrics, {"fits": fits, "summary": summary,  # noqa: F821
                                       "protocol": p.protocol})
 log("done")

@@ -5,7 +5,7 @@ from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c1 probes")  # noqa: F821
-design = c1.design(p.settings, p.probes)
+design = c1.design(p.settings, p.probes, p.exponent)
 for name, st in design.items():
     log(f"{name}: " + ", ".join(f"{pr['name']} (lambda {pr['lambda_max']:.3f}, beta {pr['beta']:.3f})"
                                for pr in st["probes"]))

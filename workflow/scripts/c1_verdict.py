@@ -15,4 +15,6 @@ need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria],
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} task blocks (now {r['n']})")
 verdict_report.publish("c1", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
-                extra_md=curves.SE_NOTE + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)
+                extra_md=curves.SE_NOTE + "\n" + curves.estimator_markdown(metrics["fits"])
+                + "\n"
+                + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)

@@ -12,6 +12,6 @@ p = snakemake.params  # noqa: F821
 setting = load_json(snakemake.input.probes)[snakemake.wildcards.setting]  # noqa: F821
 log = Progress(snakemake.log[0], f"c2 measure {setting['name']}")  # noqa: F821
 probes = c2.probes_of(setting, p.sweep)
-out = c2.measure(setting, probes, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log)
+out = c2.measure(setting, probes, p.L, p.seed, p.n_blocks, p.n_pairs, p.n_query, progress=log, estimator=p.estimator)
 records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")

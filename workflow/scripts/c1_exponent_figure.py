@@ -1,0 +1,11 @@
+"""C1 rule c1_exponent_figure: the measured exponent across the threshold against -beta and the predicted band."""
+from softlin import plots
+from softlin.io import load_json
+from softlin.progress import Progress
+
+p, o = snakemake.params, snakemake.output  # noqa: F821
+log = Progress(snakemake.log[0], "c1 exponent figure")  # noqa: F821
+m = load_json(snakemake.input.metrics)  # noqa: F821
+plots.c1_exponent(m["summary"]["exponent"], m["protocol"], p.exponent,
+                  plots.preset_note(p.preset, p.preset_description), o.png, o.pdf)
+log("done")
