@@ -149,7 +149,7 @@ def write_all(outdir: str, ids=None) -> list[str]:
         for did in ids:
             get(did)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONHASHSEED="0", **{_WRITER: "1"},
+        env = dict(os.environ, PYTHONHASHSEED="0", SOFTLIN_SYMBOLIC_CACHE=cache.cache_dir(), **{_WRITER: "1"},
                    PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
         code = "import sys, symbolic\nfor p in symbolic.write_all(sys.argv[1], sys.argv[2:]):\n    print(p)\n"
         try:

@@ -1,9 +1,8 @@
 """C1 rule c1_metrics: RMS gaps, slopes against -beta, with jackknife s.e. over task blocks (CSV + JSON)."""
-import pandas as pd
 
 from softlin import records
 from softlin.claims import c1
-from softlin.io import load_json, save_json
+from softlin.io import load_json, save_csv, save_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -17,7 +16,7 @@ for name, path in zip(p.settings, snakemake.input.gaps):  # noqa: F821
     fits.update(fi)
 for k, f in fits.items():
     log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f})")
-pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, rows)  # noqa: F821
 save_json(snakemake.output.metrics, {"fits": fits, "summary": c1.aggregate(fits),  # noqa: F821
                                       "protocol": p.protocol})
 log("done")
