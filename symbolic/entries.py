@@ -17,6 +17,8 @@ import json
 
 import sympy as sp
 
+from .derivation import Derivation
+
 MAGIC = b"softlin-symbolic-cache v3 json sha256 "
 # the constructors that may receive a string: a name or a decimal number, never parsed as an expression
 STRING_TAKERS = frozenset({"Symbol", "Dummy", "Wild", "Str", "Float", "Function"})
@@ -32,8 +34,6 @@ def _is_sym(x) -> bool:
 
 def encode(x):
     """The JSON-able form of ``x`` (every dict and tuple tagged, so nothing is ambiguous)."""
-    from .core import Derivation
-
     if x is None or isinstance(x, (bool, int, str)):
         return x
     if isinstance(x, float):
@@ -69,8 +69,6 @@ def decode(x):
     if tag == "dict":
         return {decode(k): decode(e) for k, e in v}
     if tag == "derivation":
-        from .core import Derivation
-
         did, title, steps, results = v
         return Derivation(did, title, decode(steps), decode(results))
     raise EntryError(f"unknown tag {tag!r}")
