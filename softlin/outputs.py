@@ -70,7 +70,7 @@ def check_outputs(roots=ROOTS, say=print) -> list[str]:
     for path in _sealed_files(roots):
         why = seal_problem(path)
         if why is not None:
-            msg = str(damaged(path, why)).replace("rerun to rebuild it", "this run rebuilds it")
+            msg = str(damaged(path, why)).replace("rerun to rebuild it", "a run rebuilds it")
             say(f"softlin: {msg}")
             out.append(msg)
     return out

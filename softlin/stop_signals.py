@@ -31,6 +31,16 @@ def terminate_children() -> int:
     return sent
 
 
+def _again(times: int = 20, every: float = 0.1) -> None:
+    """:func:`terminate_children` repeated for a while: a job the scheduler was starting as the
+    signal came (seen: a C4 job that then ran to its end, Snakemake waiting for it) gets it too."""
+    import time
+
+    for _ in range(times):
+        time.sleep(every)
+        terminate_children()
+
+
 def forward_to_jobs(signum: int = signal.SIGINT) -> bool:
     """Install the handler of ``signum`` (once per process, in its main thread only): SIGTERM to
     the jobs, then, for SIGINT, the previous handler (Python's KeyboardInterrupt; an ignored
@@ -46,6 +56,7 @@ def forward_to_jobs(signum: int = signal.SIGINT) -> bool:
 
     def forward(sig, frame):
         terminate_children()
+        threading.Thread(target=_again, daemon=True).start()
         prev(sig, frame)
 
     forward._softlin = True
