@@ -51,26 +51,28 @@ def encode(x):
     raise TypeError(f"a symbolic cache entry cannot hold a {type(x).__name__}")
 
 
-def decode(x):
-    """The value of :func:`encode`'s form (:class:`EntryError` for anything it never writes)."""
+def decode(x, names=None):
+    """The value of :func:`encode`'s form (:class:`EntryError` for anything it never writes);
+    ``names``: the classes an srepr may call (default: :func:`_names`, looked up once)."""
+    names = _names() if names is None else names
     if x is None or isinstance(x, (bool, int, str)):
         return x
     if isinstance(x, list):
-        return [decode(v) for v in x]
+        return [decode(v, names) for v in x]
     if not isinstance(x, dict) or set(x) != {"$", "v"}:
         raise EntryError(f"not an encoded value: {str(x)[:60]}")
     tag, v = x["$"], x["v"]
     if tag == "float":
         return float(v)
     if tag == "sympy":
-        return from_srepr(v)
+        return from_srepr(v, names)
     if tag == "tuple":
-        return tuple(decode(e) for e in v)
+        return tuple(decode(e, names) for e in v)
     if tag == "dict":
-        return {decode(k): decode(e) for k, e in v}
+        return {decode(k, names): decode(e, names) for k, e in v}
     if tag == "derivation":
         did, title, steps, results = v
-        return Derivation(did, title, decode(steps), decode(results))
+        return Derivation(did, title, decode(steps, names), decode(results, names))
     raise EntryError(f"unknown tag {tag!r}")
 
 
@@ -127,13 +129,13 @@ def _eval(node, names):
     raise EntryError(f"refused {type(node).__name__}: {ast.unparse(node)[:40]}")
 
 
-def from_srepr(text: str):
-    """The sympy object of its ``srepr`` text, built without evaluation (the tree as written)."""
+def from_srepr(text: str, names=None):
+    """The sympy object of its ``srepr`` text (``names``: see :func:`decode`)."""
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
         raise EntryError(f"not an srepr: {err}") from None
-    return _eval(tree.body, _names())
+    return _eval(tree.body, _names() if names is None else names)
 
 
 def pack(value) -> bytes:

@@ -221,7 +221,8 @@ onstart:
 
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
 config, SIGMAS = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
-outputs.check_outputs()  # a damaged output (not what its seal says) is set aside: this run rebuilds it
+if not (workflow.remote_exec or workflow.subprocess_exec):  # the planning process only, not each job
+    outputs.check_outputs()  # a damaged output (not what its seal says) is set aside: the run rebuilds it
 PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
