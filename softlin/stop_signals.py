@@ -22,7 +22,11 @@ def terminate_children() -> int:
     except ImportError:
         return 0
     sent = 0
-    for child in psutil.Process().children(recursive=True):
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return 0
+    for child in children:
         try:
             child.send_signal(signal.SIGTERM)
             sent += 1

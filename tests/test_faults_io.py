@@ -256,3 +256,38 @@ def test_seed0_child_result_is_used_with_an_unwritable_cache(tmp_path, monkeypat
         der = symbolic.get("S3")
     assert der.id == "S3" and stored == []
     assert list(Path(cache.cache_dir()).glob("S3-*.json"))
+
+
+# --------------------------------------------------------------------------- signals
+
+FORWARD_SCRIPT = """
+import signal, subprocess, sys, time
+from softlin import stop_signals
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+assert stop_signals.forward_to_jobs(signal.SIGTERM)
+assert not stop_signals.forward_to_jobs(signal.SIGTERM)          # once per process
+print("ready", flush=True)
+try:
+    time.sleep(60)
+except KeyboardInterrupt:
+    print("interrupted", child.wait(timeout=10), flush=True)
+"""
+
+
+def test_sigterm_is_forwarded_to_the_jobs_then_interrupts():
+    """The handler the workflow installs at its start (softlin.stop_signals): SIGTERM sends SIGTERM
+    to every process below (the jobs) and then interrupts the main loop as Ctrl-C does (Snakemake
+    then cancels and exits), where Snakemake's own handler waited for the jobs to end."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", FORWARD_SCRIPT], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    out = proc.stdout.read()
+    proc.wait(timeout=30)
+    assert out.split() == ["interrupted", str(-signal.SIGTERM)], out
+    assert time.perf_counter() - t0 < 5
