@@ -48,7 +48,10 @@ def rebuild_command(path) -> str:
 
 
 def damaged(path, why: str) -> DamagedOutput:
-    """Set ``path`` aside and return the error that says so (one line: the file, why, the fix)."""
+    """Set ``path`` aside (a workflow output only: :func:`is_output`) and return the error that
+    says so (one line: the file, why, the fix)."""
+    if not is_output(path):
+        return DamagedOutput(f"{path} is damaged ({why})")
     new = set_aside(path)
     return DamagedOutput(f"{path} is damaged ({why}): set aside as {new.name}; "
                          f"rerun to rebuild it (`{rebuild_command(path)}`)")
