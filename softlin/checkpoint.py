@@ -14,6 +14,7 @@ import numpy as np
 
 from . import records
 from ._jax import jax, jnp
+from .outputs import set_aside
 
 
 def fingerprint(**settings) -> str:
@@ -48,27 +49,16 @@ def save_checkpoint(path, state, losses: dict, fp: str) -> None:
     records.save(path, Checkpoint(state.params, state.opt, state.step, dict(losses), np.array(fp)))
 
 
-def set_aside(path) -> Path:
-    """Rename an unreadable file to ``<name>.corrupt[-N]<suffix>`` beside it; return the new path."""
-    path = Path(path)
-    for n in range(1000):
-        new = path.with_name(f"{path.stem}.corrupt{'' if n == 0 else f'-{n}'}{path.suffix}")
-        if not new.exists():
-            os.replace(path, new)
-            return new
-    raise FileExistsError(f"too many set-aside copies of {path}")
-
-
 def _read_checkpoint(path: Path, like, fp: str):
     """(state, losses) read against the template ``like`` (the state training starts from), or
     None when the file was written by other settings (its fingerprint, read first, differs)."""
     head = Checkpoint(None, None, None, None, np.array(fp))
-    if str(records.load(path, head, partial=True).fingerprint) != fp:
+    if str(records.load(path, head, partial=True, keep_damaged=True).fingerprint) != fp:
         return None
     runs = {m: jax.tree.leaves(p)[0].shape[0] for m, p in like.params.items()}
     got = records.load(path, Checkpoint(like.params, like.opt, like.step,
                                         {m: records.Spec((n, None), np.float64) for m, n in runs.items()},
-                                        np.array(fp)))
+                                        np.array(fp)), keep_damaged=True)
     params, opt, step = jax.tree.map(jnp.asarray, (got.params, got.opt, got.step))
     return like._replace(params=params, opt=opt, step=step), got.losses
 

@@ -17,11 +17,16 @@ from matplotlib import ticker  # noqa: E402
 
 
 def save(fig, png, pdf=None) -> None:
-    """Write ``fig`` as PNG (and PDF) with fixed metadata, so reruns give identical files."""
-    fig.savefig(png, dpi=130, bbox_inches="tight", metadata={"Software": None})
+    """Write ``fig`` as PNG (and PDF) with fixed metadata, so reruns give identical files (each
+    atomically and sealed: :func:`softlin.io.sealed_path`)."""
+    from .io import sealed_path
+
+    with sealed_path(png) as tmp:
+        fig.savefig(tmp, dpi=130, bbox_inches="tight", metadata={"Software": None})
     if pdf:
-        fig.savefig(pdf, bbox_inches="tight", metadata={"Creator": None, "Producer": None,
-                                                        "CreationDate": None})
+        with sealed_path(pdf) as tmp:
+            fig.savefig(tmp, bbox_inches="tight", metadata={"Creator": None, "Producer": None,
+                                                            "CreationDate": None})
     plt.close(fig)
 
 

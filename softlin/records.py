@@ -97,15 +97,23 @@ def from_arrays(arrays, like, where: str = "record", partial: bool = False):
     return jax.tree.unflatten(jax.tree.structure(like), leaves)
 
 
-def load(path, like, partial: bool = False):
+def load(path, like, partial: bool = False, keep_damaged: bool = False):
     """The record at ``path`` read against the template ``like`` (numpy leaves; see the module;
-    ``partial``: see :func:`from_arrays`)."""
+    ``partial``: see :func:`from_arrays`).  A file that does not read (truncated, a CRC error) or
+    does not match its seal is set aside and named with the command that rebuilds it
+    (:class:`softlin.outputs.DamagedOutput`; ``keep_damaged``: left in place, a
+    :class:`RecordError`, for a caller that sets it aside itself, the checkpoints)."""
     import zipfile
 
+    from .outputs import DamagedOutput, damaged, is_output, verified
+
     try:
-        with np.load(path) as f:
+        with np.load(path if keep_damaged else verified(path)) as f:
             return from_arrays(f, like, where=str(path), partial=partial)
     except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:  # truncated, garbled
-        if isinstance(err, (RecordError, FileNotFoundError)):
+        if isinstance(err, (RecordError, FileNotFoundError, DamagedOutput)):
             raise
-        raise RecordError(f"{path} does not read as a record ({type(err).__name__}: {err})") from err
+        why = f"{type(err).__name__}: {err}"
+        if keep_damaged or not is_output(path):
+            raise RecordError(f"{path} does not read as a record ({why})") from err
+        raise damaged(path, f"it does not read as a record: {why}") from err

@@ -86,10 +86,20 @@ class Tasks:
 
     @classmethod
     def load(cls, path) -> "Tasks":
-        """Read tasks written by :meth:`save`."""
-        with np.load(path) as f:
-            return cls(x=f["x"], w=f["w"], xq=f["xq"], sigma=f["sigma"],
-                       token_kind=str(f["token_kind"]), seed=int(f["seed"]))
+        """Read tasks written by :meth:`save` (a damaged file is set aside and named:
+        :class:`softlin.outputs.DamagedOutput`)."""
+        import zipfile
+
+        from .outputs import DamagedOutput, damaged, is_output, verified
+
+        try:
+            with np.load(verified(path)) as f:
+                return cls(x=f["x"], w=f["w"], xq=f["xq"], sigma=f["sigma"],
+                           token_kind=str(f["token_kind"]), seed=int(f["seed"]))
+        except (zipfile.BadZipFile, EOFError, KeyError, ValueError, OSError) as err:
+            if isinstance(err, (FileNotFoundError, DamagedOutput)) or not is_output(path):
+                raise
+            raise damaged(path, f"it does not read as tasks: {type(err).__name__}: {err}") from err
 
 
 def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,

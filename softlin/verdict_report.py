@@ -4,11 +4,9 @@ claim (``results/verdicts.md`` / ``.rst``).  The decision itself is :mod:`softli
 
 from __future__ import annotations
 
-import json
-import numbers
 from collections.abc import Mapping
 
-from .io import write_text
+from .io import dumps_json, write_text
 from .verdict import DEFAULT_Z, STATUSES, evaluate
 
 
@@ -85,12 +83,6 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
     return "\n".join(lines) + ("\n" + extra if extra else "")
 
 
-def _json_default(x):
-    if isinstance(x, numbers.Integral):
-        return int(x)
-    return float(x)
-
-
 def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_path,
           extra_md: str = "", checks: list[dict] | None = None,
           checks_path=None, z: float = DEFAULT_Z) -> list[dict]:
@@ -103,9 +95,9 @@ def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_p
     """
     verdicts = [evaluate(c, metrics, z) for c in criteria]
     checked = [evaluate(c, metrics, z) for c in (checks or [])]
-    write_text(json_path, json.dumps(verdicts, indent=2, default=_json_default) + "\n")
+    write_text(json_path, dumps_json(verdicts))
     if checks_path is not None:
-        write_text(checks_path, json.dumps(checked, indent=2, default=_json_default) + "\n")
+        write_text(checks_path, dumps_json(checked))
     write_text(md_path, to_markdown(claim, title, verdicts, extra_md, checked))
     return verdicts
 

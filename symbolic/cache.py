@@ -1,5 +1,8 @@
-"""On-disk cache of derivations: pickle keyed by (id, version, sympy version, source of symbolic/),
-stored behind a sha256 of its bytes that is checked on every load.
+"""On-disk cache of derivations keyed by (id, version, sympy version, source of symbolic/): JSON with
+sympy objects as srepr, behind a sha256 checked on every load, read without running code
+(:mod:`symbolic.entries`; a forged entry can at worst be refused).  A cache folder that cannot be
+written is reported once and replaced by a temporary folder for this process and its children
+(:func:`cache_dir`), so the seed-0 computations and printing still go through it.
 
 The source digest makes any edit of a derivation, or of the tools it uses, a cache miss, so a
 stale result can never be served after the code changed (the version string need not be bumped).
@@ -10,19 +13,48 @@ import contextlib
 import functools
 import hashlib
 import os
-import pickle
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
 import sympy as sp
 
+from . import entries
 from .files import atomic_path, exclusive
+
+_FALLBACK: dict[str, str] = {}  # an unwritable cache folder -> this process's temporary one
 
 
 def cache_dir() -> str:
-    """$SOFTLIN_SYMBOLIC_CACHE, else ~/.cache/softlin-symbolic."""
-    return os.environ.get("SOFTLIN_SYMBOLIC_CACHE") or os.path.join(
+    """$SOFTLIN_SYMBOLIC_CACHE, else ~/.cache/softlin-symbolic; where that folder cannot be
+    written, a temporary folder of this process (one warning; removed at exit)."""
+    wanted = os.environ.get("SOFTLIN_SYMBOLIC_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "softlin-symbolic")
+    if wanted not in _FALLBACK:
+        why = _unwritable(wanted)
+        _FALLBACK[wanted] = wanted
+        if why:
+            import atexit
+
+            tmp = tempfile.mkdtemp(prefix="softlin-symbolic-")
+            atexit.register(shutil.rmtree, tmp, True)
+            _FALLBACK[wanted] = tmp
+            warnings.warn(f"softlin: the symbolic cache {wanted} cannot be written ({why}): using {tmp} "
+                          "for this process, so every derivation is recomputed once per process",
+                          RuntimeWarning, stacklevel=2)
+    return _FALLBACK[wanted]
+
+
+def _unwritable(folder: str) -> str | None:
+    """Why a file cannot be created in ``folder`` (created if missing), or None."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            pass
+    except OSError as err:
+        return f"{type(err).__name__}: {err.strerror or err}"
+    return None
 
 
 def files_digest(paths) -> str:
@@ -40,32 +72,13 @@ def source_digest() -> str:
 
 
 def _path(did: str, version: str) -> str:
-    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}|src-{source_digest()}|fmt-2".encode()).hexdigest()[:16]
-    return os.path.join(cache_dir(), f"{did}-{key}.pkl")
-
-
-_MAGIC = b"softlin-symbolic-cache v2 sha256 "
-
-
-def _pack(out) -> bytes:
-    """An entry's bytes: a header with the sha256 of the pickle, then the pickle."""
-    payload = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-    return _MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
-
-
-def _unpack(blob: bytes):
-    """The value of an entry's bytes; ValueError when the header or the digest does not match."""
-    head, sep, payload = blob.partition(b"\n")
-    if not sep or not head.startswith(_MAGIC):
-        raise ValueError("no digest header")
-    if hashlib.sha256(payload).hexdigest().encode() != head[len(_MAGIC):]:
-        raise ValueError("content digest mismatch")
-    return pickle.loads(payload)
+    key = hashlib.sha256(f"{did}|{version}|sympy-{sp.__version__}|src-{source_digest()}|fmt-3".encode()).hexdigest()[:16]
+    return os.path.join(cache_dir(), f"{did}-{key}.json")
 
 
 def _load(path: str):
     """The cached value (in a 1-tuple), or None when absent.  An entry whose digest does not match
-    its content, or that fails to unpickle, is reported (one warning), removed and recomputed."""
+    its content, or that does not decode, is reported (one warning), removed and recomputed."""
     try:
         with open(path, "rb") as fh:
             blob = fh.read()
@@ -76,7 +89,7 @@ def _load(path: str):
                       RuntimeWarning, stacklevel=3)
         return None
     try:
-        return (_unpack(blob),)
+        return (entries.unpack(blob),)
     except Exception as err:  # corrupt (bit flip, truncation) or incompatible entry: remove, recompute
         warnings.warn(f"softlin: symbolic cache entry {path} is corrupt ({type(err).__name__}: "
                       f"{str(err)[:100]}): removed, recomputing", RuntimeWarning, stacklevel=3)
@@ -120,7 +133,7 @@ def _compute_seed0(did: str, path: str):
     import sys
 
     here = str(Path(__file__).resolve().parent.parent)  # this copy of the package, first on the path
-    env = dict(os.environ, PYTHONHASHSEED="0", **{_CHILD: did},
+    env = dict(os.environ, PYTHONHASHSEED="0", SOFTLIN_SYMBOLIC_CACHE=cache_dir(), **{_CHILD: did},
                PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
     code = "import sys, symbolic\nsymbolic.get(sys.argv[1], fresh=True)\n"
     try:
@@ -135,7 +148,7 @@ def _store(path: str, out):
     included, only loses the caching and leaves no temporary file); return it."""
     try:
         with atomic_path(path) as tmp:
-            tmp.write_bytes(_pack(out))
+            tmp.write_bytes(entries.pack(out))
     except OSError:
         pass
     return out

@@ -4,12 +4,12 @@ from __future__ import annotations
 import functools
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import sympy as sp
 
 from . import cache
+from .derivation import Derivation
 from .files import write_text
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
@@ -30,16 +30,6 @@ def _register(did: str) -> None:
     if did not in DERIVATION_MODULES:
         raise KeyError(f"no derivation {did!r}; known: {', '.join(DERIVATION_MODULES)}")
     importlib.import_module(f"{__package__}.{DERIVATION_MODULES[did]}")
-
-
-@dataclass(frozen=True)
-class Derivation:
-    """One derivation: id ("S2"), title, steps [(explanation, sympy object)], results {name: expr}."""
-
-    id: str
-    title: str
-    steps: list = field(default_factory=list)
-    results: dict = field(default_factory=dict)
 
 
 TITLES: dict[str, str] = {}
@@ -149,7 +139,7 @@ def write_all(outdir: str, ids=None) -> list[str]:
         for did in ids:
             get(did)
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONHASHSEED="0", **{_WRITER: "1"},
+        env = dict(os.environ, PYTHONHASHSEED="0", SOFTLIN_SYMBOLIC_CACHE=cache.cache_dir(), **{_WRITER: "1"},
                    PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
         code = "import sys, symbolic\nfor p in symbolic.write_all(sys.argv[1], sys.argv[2:]):\n    print(p)\n"
         try:

@@ -39,7 +39,7 @@ def test_symbolic_cache_bit_flips_are_caught(tmp_path, monkeypatch):
         return value
 
     assert cache.cached_call("Sflip", "1", derive) == value and len(calls) == 1
-    entry = next(tmp_path.glob("Sflip-*.pkl"))
+    entry = next(tmp_path.glob("Sflip-*.json"))
     good = entry.read_bytes()
     for k, bit in enumerate((8 * len(good) - 3, 8 * (len(good) // 2), 8 * 40 + 1)):  # payload, payload, header
         flipped = bytearray(good)

@@ -111,15 +111,21 @@ def test_failing_job_reports_log_and_keep_going_finishes_the_rest(tmp_path):
     bad = "anisotropic_s777"
     smk(repo, f"results/c3/tasks/{bad}.npz", *SMOKE)   # sample it, then corrupt it
     (repo / f"results/c3/tasks/{bad}.npz").write_bytes(b"not an npz file\n")
+    # unsealed, as a file put there by hand (a sealed one would be set aside before the plan and
+    # rebuilt: tests/test_faults_workflow.py), so the training job is the one to find it damaged
+    (repo / f".softlin/seals/results/c3/tasks/{bad}.npz.sha256").unlink()
     proc = smk(repo, "c3", "symbolic", "--keep-going", *SMOKE, check=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"results/logs/c3/train_{bad}.log" in text, text[-3000:]
     assert re.search(r"Error in rule c3_train", text), text[-3000:]
-    assert "Traceback" in (repo / f"results/logs/c3/train_{bad}.log").read_text()   # the log says why
+    said = (repo / f"results/logs/c3/train_{bad}.log").read_text()
+    assert "Traceback" in said                                                      # the log says why:
+    assert f"results/c3/tasks/{bad}.npz is damaged" in said                         # named, set aside,
+    assert (repo / f"results/c3/tasks/{bad}.corrupt.npz").exists()                  # a rerun resamples it
     assert not (repo / TRAJ / f"{bad}.npz").exists()
     others = [p for p in (repo / "results/c3/tasks").glob("*_s*.npz")
-              if not p.stem.endswith("_eval") and p.stem != bad]
+              if not p.stem.endswith(("_eval", ".corrupt")) and p.stem != bad]
     smoke = yaml.safe_load((ROOT / "config" / "presets" / "smoke.yaml").read_text())
     assert len(others) == sum(st["n_seed"] for st in smoke["c3"]["settings"].values()) - 1
     for p in others:

@@ -121,7 +121,7 @@ rule c3_verdict:
     input:
         metrics="results/c3/c3_transfer.json",
         per_seed="results/c3/c3_per_seed.csv",
-        seed_log="workflow/resources/seed_log_c3.json",
+        seed_log=source("workflow/resources/seed_log_c3.json"),
         code=code_inputs("c3_verdict.py"),
     output:
         json=update("results/c3/verdict.json"),

@@ -1,13 +1,16 @@
 # Helpers shared by every claim: presets, validation, package inputs, per-claim parameters.
 import copy
 import functools
+import os
 import re
+import signal
 from pathlib import Path
 
 import numpy as np
 import yaml
 from snakemake.utils import validate
 
+from softlin import outputs, stop_signals
 from softlin.claims import c5_protocol as c5_protocol_text
 from softlin import config_check, config_cost
 
@@ -132,41 +135,17 @@ def _load_config(cfg):
     return merged, sigmas
 
 
-def _forward_interrupt_to_jobs():
-    """Ctrl-C sent to the ``snakemake`` process alone (``kill -INT PID``) left running jobs to run
-    to their end (Snakemake waits for them): the jobs now get SIGTERM at once (a C5 training job
-    stops within a fraction of a second, its last checkpoint kept), then Snakemake handles the
-    interrupt as before.  Installed once per process, only in its main thread."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    prev = signal.getsignal(signal.SIGINT)
-    if getattr(prev, "_softlin", False) or not callable(prev):
-        return
-
-    def forward(signum, frame):
-        try:
-            import psutil
-
-            for child in psutil.Process().children(recursive=True):
-                try:
-                    child.send_signal(signal.SIGTERM)
-                except psutil.Error:
-                    pass
-        except Exception:
-            pass
-        prev(signum, frame)
-
-    forward._softlin = True
-    signal.signal(signal.SIGINT, forward)
+stop_signals.forward_to_jobs(signal.SIGINT)  # SIGTERM: at the start of a run (onstart, below)
 
 
-_forward_interrupt_to_jobs()
+onstart:
+    stop_signals.forward_to_jobs(signal.SIGTERM)  # after Snakemake's own (which waits for the jobs)
+
 
 # config/config.yaml (the defaults) is read here rather than by a `configfile:` directive, with libyaml
 config, SIGMAS = _load_config(_read_yaml(Path(workflow.basedir) / "config" / "config.yaml"))
+if not (workflow.remote_exec or workflow.subprocess_exec):  # the planning process only, not each job
+    outputs.check_outputs()  # a damaged output (not what its seal says) is set aside: the run rebuilds it
 PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
@@ -411,4 +390,11 @@ def code_inputs(script):
     if seen & NATIVE_USERS:
         files |= {str(p) for p in (Path(workflow.basedir) / KERNEL_DIR).iterdir()
                   if p.suffix in (".cc", ".h")}
-    return sorted(files)
+    return sorted(source(f) for f in files)
+
+
+def source(path):
+    """A file of the workflow's sources (``path``: absolute, or relative to the Snakefile's folder)
+    as a path relative to the working directory: recorded so, a working directory copied or moved
+    with its sources plans no job, and ``-s CLONE/Snakefile -d OTHER`` finds it."""
+    return os.path.relpath(Path(workflow.basedir) / path)

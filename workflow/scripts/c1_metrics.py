@@ -1,9 +1,8 @@
 """C1 rule c1_metrics: RMS gaps, slopes against -beta, with jackknife s.e. over task blocks (CSV + JSON)."""
-import pandas as pd
 
 from softlin import records
 from softlin.claims import c1, exponent
-from softlin.io import load_json, save_json
+from softlin.io import load_json, save_csv, save_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -22,7 +21,7 @@ if c1.EXPONENT in msq:
 for k, f in fits.items():
     log(f"{k}: lambda {f['lambda_max']:.3f} slope {f['slope']:.3f} +- {f['slope_se']:.3f} (pred {-f['beta']:.3f}); "
         f"{f['estimator']} t {f['tilt']:.3f} ess {f['ess']:.0f}/{f['n_units']} share {f['share_max']:.2f}")
-pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, rows)  # noqa: F821
 save_json(snakemake.output.metrics, {"fits": fits, "summary": summary,  # noqa: F821
                                       "protocol": p.protocol})
 log("done")

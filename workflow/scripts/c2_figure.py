@@ -1,8 +1,7 @@
 """C2 rule c2_figure: gradient gaps vs L; slope vs lambda_max(M)."""
-import pandas as pd
 
 from softlin import plots
-from softlin.io import load_json
+from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -10,7 +9,7 @@ o = snakemake.output  # noqa: F821
 log = Progress(snakemake.log[0], "c2 figure")  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 note = plots.preset_note(p.preset, p.preset_description)
-plots.c2_gradients(pd.read_csv(snakemake.input.table), pd.read_csv(snakemake.input.trajectory),  # noqa: F821
+plots.c2_gradients(load_csv(snakemake.input.table), load_csv(snakemake.input.trajectory),  # noqa: F821
                    metrics, note, p.protocol, p.seed_log_slope, p.cmap, o.gaps, o.gaps_pdf)
 plots.c2_threshold(metrics, note, p.protocol, o.sweep, o.sweep_pdf)
 log("done")

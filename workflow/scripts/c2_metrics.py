@@ -1,9 +1,8 @@
 """C2 rule c2_metrics: gradient gaps, slopes vs -beta, sweep, trajectory maxima (CSV + JSON)."""
-import pandas as pd
 
 from softlin import records
 from softlin.claims import c2
-from softlin.io import load_json, save_json
+from softlin.io import load_json, save_csv, save_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -22,7 +21,7 @@ def gaps(name: str, path) -> tuple[list[dict], c2.GradientGaps]:
 out = c2.summarize_all(design, {name: gaps(name, path) for name, path in zip(p.settings, i.gaps)},
                        {name: records.load(path, c2.along_like(p.traj_record)) for name, path in zip(p.traj_settings, i.traj)},
                        p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, z=p.z, progress=log)
-pd.DataFrame(out["table"]).to_csv(o.table, index=False, float_format="%.17g")
-pd.DataFrame(out["trajectory"]).to_csv(o.trajectory, index=False, float_format="%.17g")
+save_csv(o.table, out["table"])
+save_csv(o.trajectory, out["trajectory"])
 save_json(o.metrics, out["metrics"])
 log("done")

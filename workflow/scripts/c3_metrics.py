@@ -1,9 +1,8 @@
 """C3 rule c3_metrics: per-seed rows, seed averages, fits with their standard errors across seeds (CSV + JSON)."""
-import pandas as pd
 
 from softlin import records
 from softlin.claims import c3
-from softlin.io import save_json
+from softlin.io import save_csv, save_json
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
@@ -19,7 +18,7 @@ def runs():
 
 
 out = c3.summarize_runs(runs(), p.L, p.eval_L, p.protocol, progress=log, z=p.z, rate=dict(p.offblock_rate))
-pd.DataFrame(out["table"]).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
-pd.DataFrame(out["per_seed"]).to_csv(snakemake.output.per_seed, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, out["table"])  # noqa: F821
+save_csv(snakemake.output.per_seed, out["per_seed"])  # noqa: F821
 save_json(snakemake.output.metrics, out["metrics"])  # noqa: F821
 log("done")

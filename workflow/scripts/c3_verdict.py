@@ -1,10 +1,9 @@
 """C3 rule c3_verdict: predeclared criteria and consistency checks (the seed log's digits and its
 outcome under its own rule among them, read from the seed log's seeds only)."""
-import pandas as pd
 
 from softlin import verdict, verdict_report
 from softlin.claims import c3_notes, seedlog
-from softlin.io import load_json
+from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -12,7 +11,7 @@ i = snakemake.input  # noqa: F821
 log = Progress(snakemake.log[0], "c3 verdict")  # noqa: F821
 criteria, checks, metrics, extra = list(p.criteria), list(p.checks), load_json(i.metrics), ""
 if p.compare_seed_log:
-    metrics, extra = seedlog.with_comparison(metrics, load_json(i.seed_log), pd.read_csv(i.per_seed).to_dict("records"),
+    metrics, extra = seedlog.with_comparison(metrics, load_json(i.seed_log), load_csv(i.per_seed).to_dict("records"),
                                              dict(p.seed_log_outcome), criteria + checks)
 else:  # another protocol than the seed log's: nothing to compare with
     checks = [c for c in checks if not any(t["measured"].startswith("seed_log.") for t in c["all"])]

@@ -1,9 +1,8 @@
 """C4 rule c4_metrics: per-setting summaries, the alpha table, aggregates (CSV + JSON)."""
-import pandas as pd
 
 from softlin import records
 from softlin.claims import c4, c4_summary
-from softlin.io import save_json
+from softlin.io import save_csv, save_json
 from softlin.progress import Progress
 from softlin.tasks import check_sigma
 
@@ -18,9 +17,8 @@ for st, path in zip(p.settings, snakemake.input.flows):  # noqa: F821
     log(f"{st['name']}: ODE dist {s['ode_dist_final']:.2e}, GD dist {s['gd_dist_final']:.2e}, "
         f"n_tasks slope {s['ntasks_slope']:.3f} +/- {s['ntasks_slope_se']:.3f} (jackknife over seeds), "
         f"alpha_c / alpha_max {s.get('alpha_c_ratio', float('nan')):.4g}")
-pd.DataFrame([{k: v for k, v in s.items() if not isinstance(v, list)} for s in summaries.values()]).to_csv(
-    snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
-pd.DataFrame(alpha_rows).to_csv(snakemake.output.alpha, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, [{k: v for k, v in s.items() if not isinstance(v, list)} for s in summaries.values()])  # noqa: F821
+save_csv(snakemake.output.alpha, alpha_rows)  # noqa: F821
 save_json(snakemake.output.metrics, {"settings": summaries, "summary": c4_summary.aggregate(summaries, alpha_rows),  # noqa: F821
                                       "alpha": alpha_rows, "protocol": p.protocol})
 log("done")

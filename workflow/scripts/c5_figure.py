@@ -1,8 +1,7 @@
 """C5 rule c5_figure: test risk vs L (with per-run convergence) and the training-loss curves."""
-import pandas as pd
 
 from softlin import plots, plots_c5
-from softlin.io import load_json
+from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
 log = Progress(snakemake.log[0], "c5 figure")  # noqa: F821
@@ -10,6 +9,6 @@ p, o = snakemake.params, snakemake.output  # noqa: F821
 metrics = load_json(snakemake.input.metrics)  # noqa: F821
 # the title ends with what the C5 section says this preset is (else what the preset says it is)
 note = plots.preset_note(p.preset, p.protocol["description"] or p.preset_description)
-plots_c5.c5_risk_vs_L(pd.read_csv(snakemake.input.table), metrics, note, p.protocol, p.curves, o.png, o.pdf)  # noqa: F821
+plots_c5.c5_risk_vs_L(load_csv(snakemake.input.table), metrics, note, p.protocol, p.curves, o.png, o.pdf)  # noqa: F821
 plots_c5.c5_training(metrics, note, p.protocol, p.cmap, o.training_png, o.training_pdf)
 log("done")

@@ -4,11 +4,10 @@ import os
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from softlin import records  # noqa: E402
 from softlin.claims import c5, c5_eval, c5_summary  # noqa: E402
-from softlin.io import save_json  # noqa: E402
+from softlin.io import save_csv, save_json  # noqa: E402
 from softlin.params import Params  # noqa: E402
 from softlin.progress import Progress  # noqa: E402
 
@@ -22,7 +21,7 @@ stack = {m: Params(np.stack([runs[m, L]["U"] for L in Ls]), np.stack([runs[m, L]
          for m in p.cfg["models"]}
 rows, blocks = c5_eval.evaluate_with_blocks(p.cfg, Ls, stack["softmax"], stack["linear"], progress=log)
 pred = c5_summary.prediction(p.cfg)   # S7's first-order gap constant (None without S7)
-pd.DataFrame(rows).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, rows)  # noqa: F821
 losses = {f"{m}_L{L}": runs[m, L]["loss"] for (m, L) in runs}
 metrics = c5_summary.summarize(rows, losses, runs[p.cfg["models"][0], Ls[0]]["loss_step"], p.cfg,
                             {f"{m}_L{L}": runs[m, L]["init_seed"] for (m, L) in runs}, blocks=blocks, z=p.z,

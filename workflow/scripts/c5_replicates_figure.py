@@ -1,12 +1,11 @@
 """C5 rule c5_replicates_figure: risks, gap and gap x L across replicates with the S7 prediction."""
-import pandas as pd
 
 from softlin import plots_c5
-from softlin.io import load_json
+from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
 log = Progress(snakemake.log[0], "c5 replicates figure")  # noqa: F821
 p, o = snakemake.params, snakemake.output  # noqa: F821
-plots_c5.c5_replicates(pd.read_csv(snakemake.input.table), load_json(snakemake.input.metrics),  # noqa: F821
+plots_c5.c5_replicates(load_csv(snakemake.input.table), load_json(snakemake.input.metrics),  # noqa: F821
                     p.protocol, p.curves, o.png, o.pdf)
 log("done")

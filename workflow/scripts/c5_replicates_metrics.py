@@ -1,18 +1,17 @@
 """C5 rule c5_replicates_metrics: per-L mean +/- se across replicates (CSV) and the criteria's metrics (JSON)."""
-import pandas as pd
 
 from softlin.claims import c5_replicates
-from softlin.io import load_json, save_json
+from softlin.io import load_csv, load_json, save_csv, save_json
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 replicates metrics")  # noqa: F821
-tables = [pd.read_csv(f) for f in snakemake.input.tables]  # noqa: F821
+tables = [load_csv(f) for f in snakemake.input.tables]  # noqa: F821
 seed_metrics = [load_json(f) for f in snakemake.input.metrics]  # noqa: F821
 if len(tables) < 2:
     raise ValueError("c5.replicates: the across-seed errors need at least 2 replicates")
 pred = seed_metrics[0].get("prediction")
-c5_replicates.per_L(tables, p.names).to_csv(snakemake.output.table, index=False, float_format="%.17g")  # noqa: F821
+save_csv(snakemake.output.table, c5_replicates.per_L(tables, p.names))  # noqa: F821
 out = c5_replicates.aggregate(tables, seed_metrics, p.names, p.noise, None if pred is None else pred["gap_constant"])
 out["prediction"] = pred
 save_json(snakemake.output.metrics, out)  # noqa: F821
