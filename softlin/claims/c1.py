@@ -17,6 +17,11 @@ from .. import concentration as conc
 from ..records import Spec
 from . import curves
 
+# the block estimator's jackknife error is a lower bound where a block's mean squared gap has no
+# finite variance, Gaussian tokens at lambda_max(M) >= 1/4 (docs/c1c2_uncertainty.md; bounded
+# Rademacher scores have every moment): no PASS is read off it there
+SE_LOWER_BOUND_LAMBDA = 0.25
+
 
 class OutputGaps(NamedTuple):
     """Per task block, probe and L: the mean squared output gap msq (n_blocks, n_probes, n_L), at the lengths L (n_L,)."""
@@ -68,7 +73,8 @@ def summarize(setting: dict, msq, Ls, z: float) -> tuple[list[dict], dict]:
                              kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                              L=int(L), rms_gap=float(rms[j]), rms_gap_se=float(rms_se[j]),
                              n_blocks=int(msq.shape[0])))
-        f = curves.fit(val, se, i, Ls, z, beta=pr["beta"])
+        f = curves.fit(val, se, i, Ls, z, beta=pr["beta"], df=msq.shape[0] - 1,
+                       se_lower_bound=setting["token_kind"] == "gauss" and pr["lambda_max"] >= SE_LOWER_BOUND_LAMBDA)
         f.update(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
                  kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                  pred_slope=-pr["beta"], below_threshold=bool(pr["lambda_max"] < 0.5))

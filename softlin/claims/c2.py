@@ -168,12 +168,14 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
                             f"blockrms_{k}_se": float(blockrms_jk[k][1]["curve"][i, j])})
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
+        df = int(diff.shape[0]) - 1   # the jackknife over the task blocks
         for k in PARTS:
-            f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"])
-            f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"])
-            f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"])
+            f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"], df=df)
+            f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"], df=df)
+            f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"], df=df)
         fits[f"{setting['name']}/{pr['name']}"] = f
-    shallowing = {k: dict(shallowing=float(val[k]["shallowing"]), shallowing_se=float(se[k]["shallowing"]))
+    shallowing = {k: dict(shallowing=float(val[k]["shallowing"]), shallowing_se=float(se[k]["shallowing"]),
+                          shallowing_df=int(diff.shape[0]) - 1)
                   for k in PARTS if "shallowing" in val[k]}
     return rows, fits, shallowing
 
@@ -220,8 +222,8 @@ def sweep_summary(fits: dict, setting: str, shallowing: dict) -> dict:
                  dev_below_max_abs=float(np.abs(dev[below]).max()) if below.any() else float("nan"),
                  slope_above_min=float(sl[~below].min()) if (~below).any() else float("nan"))
         metrics.put(o, "dev", {f["probe"]: float(x) for f, x in zip(sw, dev)},
-                    {f["probe"]: f[k]["slope_se"] for f in sw})
-        o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"))))
+                    {f["probe"]: f[k]["slope_se"] for f in sw}, {f["probe"]: f[k]["slope_df"] for f in sw})
+        o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"), shallowing_df=1)))
         out[k] = o
     return out
 
@@ -282,7 +284,7 @@ def trajectory_fit(along: AlongTrajectory, z: float = 2.0) -> dict:
     val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
     out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs))
     for k in ("U", "v", "full"):
-        out[k] = curves.fit(val[k], se[k], (), Ls, z)
+        out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
     return out
 

@@ -33,17 +33,18 @@ def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[di
         # a precondition that fails makes the criterion INCONCLUSIVE whatever its main tests say
         blocked = any(r["outcome"] == "fails" for r in v["preconditions"])
         for r in ([] if blocked else v["tests"]) + v["preconditions"]:
-            if r["outcome"] != "undecided" or r.get("exact"):
+            if r["outcome"] != "undecided" or r.get("exact") or "count" in r:
                 continue
             vals, ses = r["value"], r.get("se")
             entries = vals.items() if isinstance(vals, dict) else [(None, vals)]
             worst = None
             for lab, x in entries:
                 s = ses[lab] if isinstance(ses, dict) else ses
+                m = r["multiplier"][lab] if isinstance(r["multiplier"], dict) else r["multiplier"]
                 n = _n_seed_of(metrics, r["measured"], lab)
                 if n is None or s is None or not np.isfinite(s) or not np.isfinite(x):
                     continue
-                if verdict.decide(r["op"], r["threshold"], x, s, z)[0] != "undecided":
+                if verdict.decide(r["op"], r["threshold"], x, s, m)[0] != "undecided":
                     continue
                 need = verdict.replication_to_decide(x, s, n, r["threshold"], z)
                 if worst is None or need > worst["needed"]:
