@@ -9,18 +9,37 @@ A criterion (written in the config before a run) is a mapping::
     inconclusive_unless:       # optional preconditions; unless each one holds, INCONCLUSIVE
       - {measured: fits.isotropic_gauss.D_inf_max_rel_to_theta, op: "<", value: 0.05}
     added_after_run: "why"     # only for a criterion added or changed after a run it judges
+    changed_after_run:         # every change made after seeing data that can move its status
+      - {what: "c1.n_blocks 8 -> 24", why: "..."}
+    role: control              # a negative control (default: claim), tallied apart
 
 ``measured`` is a dotted path into the claim's metrics (nested dicts; list items by index).  The
 value there is a number, or a mapping ``{label: number}`` (a test over it is a test of every
-entry: "at every probe").  Beside it, under the same name with ``_se`` appended, the metrics
-carry its **standard error from independent replication** (task blocks, seeds), of the same
-shape, or the string ``"exact"`` for a deterministic quantity (:func:`lookup_se`).
+entry: "at every probe").  Beside it, under the same name with a suffix, the metrics carry:
 
-Decision rule (:func:`decide`, ``z`` from the config's ``decision.z``, 2 by default): a test
-*holds* if it holds at the unfavourable end of ``value +/- z se``, *fails* if it fails at the
-favourable end, and is *undecided* otherwise (a NaN value or standard error is undecided, with
+* ``_se``: its **standard error from independent replication** (task blocks, seeds), of the same
+  shape, or the string ``"exact"`` for a deterministic quantity (:func:`lookup_se`);
+* ``_df``: the degrees of freedom of that error (``n - 1`` for ``n`` replicates; a number, or a
+  mapping like the value; ``"inf"`` for an interval calibrated on the normal law), required for
+  every error that is not exact: a KeyError names the path;
+* ``_rises`` and ``_rises_se`` (instead of ``_se``): the value is a count of rises ("at most k
+  increases"), read as the interval from the rises' own intervals
+  (:func:`softlin.intervals.count_bounds`): for a PASS a rise counts unless its interval lies
+  wholly below 0, for a FAIL only where it lies wholly above (so noisier data pass less easily);
+* ``_se_lower_bound`` (optional; a bool or a mapping of bools): the error is known to be a lower
+  bound (heavy tails, docs/c1c2_uncertainty.md); a test that would hold on such an entry is
+  *undecided* ("s.e. is a lower bound"); it may still fail.
+
+Decision rule (:func:`decide_entry`, ``z`` from the config's ``decision.z``, 2 by default): ``z``
+names the two-sided level ``P(|Z| < z)`` (95.45 % at 2); an entry's multiplier ``t`` is the
+Student quantile at that level with its ``df`` (:func:`softlin.student.multiplier`; 0 when exact).
+A test *holds* if it holds at the unfavourable end of ``value +/- t se``, *fails* if it fails at
+the favourable end, and is *undecided* otherwise (a NaN value or standard error is undecided, with
 the reason).  ``==`` on a value with a standard error never holds (only an exact value can).  A
-test over a mapping holds if every entry holds and fails if one entry fails.
+test over a mapping holds if every entry holds and fails if one entry fails.  Every test records
+its ``df``, ``multiplier`` and its p-values ``p_hold`` / ``p_fail`` (:mod:`softlin.intervals`);
+each criterion the p-value of its raw status, from which :mod:`softlin.family` gives the
+family-wide status (Holm over every criterion of C1-C5).
 
 Status rule (:func:`status_of`), in this order:
 
@@ -54,6 +73,7 @@ from .intervals import OPS, decide  # noqa: F401  (decide: one home, re-exported
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 OUTCOMES = ("holds", "fails", "undecided")
 EXACT = "exact"
+INF_DF = "inf"   # a ``_df`` of a normal-law interval (e.g. a binomial's Agresti-Coull): t = z
 DEFAULT_Z = 2.0
 
 
@@ -139,9 +159,10 @@ def _se_number(se, what: str):
 
 
 def _df_number(df, what: str) -> float:
+    """Degrees of freedom as a float; ``"inf"`` (JSON has no infinity) is the normal law."""
     if df is None:
         raise KeyError(f"{what} is missing: a standard error needs its degrees of freedom")
-    return student.check_df(_number(df, what), what)
+    return math.inf if df == INF_DF else student.check_df(_number(df, what), what)
 
 
 def _read(metrics, path: str, z: float):

@@ -155,3 +155,31 @@ def test_c3d_grow_fraction_by_hand():
     p, se = c3.grow_fraction(0, 20)
     assert p == pytest.approx(1 / 12) and se == pytest.approx(math.sqrt(1 / 12 * 11 / 12 / 24))
     assert c3.grow_fraction(1, 5)[0] == pytest.approx(1 / 3)
+
+
+def test_c3d_counts_the_seeds_that_grow():
+    """offblock_summary: per (setting, L) the seeds whose peak rate exceeds grow_rate (1 of 4 at
+    L = 8, none at L = 16 where one peak rate sits below the bound), their Agresti-Coull fraction,
+    its se and df ("inf": a normal-law interval), as C3d reads them."""
+    infos = [dict(setting="iso", token_kind="gauss", offblock_inf_U=0.0, offblock_inf_v=0.0,
+                  offblock_seed_order_inf_U=1e-15, offblock_seed_order_inf_v=0.0, offblock_seed_order_inf_rate=0.0,
+                  offblock_seed_order_inf_peak_rate=0.0, offblock_seed_order_inf_along=1e-15) for _ in range(4)]
+    peaks = {8: [0.05, 0.0, 0.0, 0.0], 16: [5e-4, 0.0, 0.0, 0.0]}
+    per_seed = [dict(setting="iso", token_kind="gauss", L=L, seed=s, offblock_U=0.0, offblock_v=0.0,
+                     offblock_seed_order_U=1e-14, offblock_seed_order_v=0.0, offblock_seed_order_rate=0.0,
+                     offblock_seed_order_peak_rate=peaks[L][s], offblock_seed_order_along=1e-14)
+                for s in range(4) for L in (8, 16)]
+    so = c3.offblock_summary(per_seed, infos, grow_rate=1e-3)["seed_order"]
+    assert so["n_grow"] == {"iso_gauss linear(inf)": 0, "iso_gauss L=8": 1, "iso_gauss L=16": 0}
+    assert so["grow_frac"]["iso_gauss L=8"] == pytest.approx(3 / 8)
+    assert so["grow_frac_se"]["iso_gauss L=16"] == pytest.approx(math.sqrt(2 / 8 * 6 / 8 / 8))
+    assert so["grow_frac_df"]["iso_gauss L=8"] == "inf"
+    r = verdict.check({"measured": "offblock.seed_order.grow_frac", "op": "<", "value": 0.5},
+                      {"offblock": {"seed_order": so}}, 2.0)
+    # 4 seeds are too few: 0 of 4 gives 2/8 + 2 x 0.153 > 1/2, undecided; 0 of 5 (2/9 + 2 x 0.1386 =
+    # 0.4994) is the fewest seeds that can hold
+    assert r["outcome"] == "undecided" and r["multiplier"]["iso_gauss L=16"] == 2.0
+    p, se = c3.grow_fraction(0, 5)
+    assert p + 2 * se < 0.5
+    p1, se1 = c3.grow_fraction(1, 5)                 # 1 of 5: 1/3 +/- 0.157, undecided
+    assert p1 - 2 * se1 < 0.5 < p1 + 2 * se1

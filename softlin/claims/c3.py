@@ -91,7 +91,8 @@ GROW_RATE = 1.0e-3     # C3d: a run "grows" when its peak rate exceeds this (an 
 def grow_fraction(n_grow: int, n: int) -> tuple[float, float]:
     """Agresti-Coull ("plus four") estimate of a binomial probability from ``n_grow`` of ``n`` and its
     standard error: ``p = (k + 2) / (n + 4)``, ``se = sqrt(p (1 - p) / (n + 4))`` (never 0, so
-    0 of n seeds still carries an error)."""
+    0 of n seeds still carries an error).  The interval ``p +/- z se`` is calibrated on the normal
+    law (its width comes from the binomial, not from a sample variance): its df is ``"inf"``."""
     p = (n_grow + 2.0) / (n + 4.0)
     return float(p), float(np.sqrt(p * (1.0 - p) / (n + 4.0)))
 
@@ -215,7 +216,7 @@ def offblock_summary(per_seed: list[dict], infos: list[dict], grow_rate: float =
     (``limit_max``, ``softmax_max``, ``*_along``: over the recorded iterates too) and ``runs``, one
     line per run whose mass grows or ends above 1e-12; C3d's statistic: ``n_grow`` (seeds whose
     peak rate exceeds ``grow_rate``) and ``grow_frac`` (:func:`grow_fraction`, with its standard
-    error and ``n - 1`` degrees of freedom)."""
+    error, read at the normal quantile: df ``"inf"``)."""
     out = {"limit_max": max(max(i["offblock_inf_U"], i["offblock_inf_v"]) for i in infos),
            "softmax_max": max(max(r["offblock_U"], r["offblock_v"]) for r in per_seed)}
     out["limit_max_se"] = out["softmax_max_se"] = metrics.EXACT
@@ -243,7 +244,7 @@ def offblock_summary(per_seed: list[dict], infos: list[dict], grow_rate: float =
         n = len(g["peak_rate"])
         so["n_grow"][key] = int(np.sum(np.asarray(g["peak_rate"], dtype=np.float64) > grow_rate))
         so["grow_frac"][key], so["grow_frac_se"][key] = grow_fraction(so["n_grow"][key], n)
-        so["grow_frac_df"][key] = n - 1
+        so["grow_frac_df"][key] = "inf"   # Agresti-Coull: a normal-law interval
         so["rate"][key], so["rate_se"][key] = _mean_se(g["rate"])
         so["peak_rate"][key], so["peak_rate_se"][key] = _mean_se(g["peak_rate"])
         so["rate_df"][key] = so["peak_rate_df"][key] = n - 1

@@ -79,9 +79,11 @@ def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
                   f"mass: softmax {so['softmax_max']:.2g}, linear(inf) {so['limit_max']:.2g}. Runs whose mass "
                   "grew or ends above 1e-12:", ""]
         lines += [f"* {x}" for x in so["runs"]] or ["* none"]
-        lines += ["", "Where one seed of n is unstable at an L and the others stay at rounding level, the seed "
-                  "mean equals its standard error (x / n +/- x / n), so the seeds-needed estimate above is "
-                  "4 n whatever n: the test decides once unstable draws recur (FAIL: the mean rate is then "
-                  "positive beyond 2 se) or stay rare enough for the mean to be 0."]
+        grow = so.get("n_grow", {})
+        lines += ["", f"C3d reads, per (setting, L), the fraction of seeds whose peak rate exceeds "
+                  f"{so.get('grow_rate', 0):g} per step (Agresti-Coull estimate (k + 2) / (n + 4) with its binomial "
+                  "standard error; the mean of rates floored at 0 it replaced had value = s.e. with one growing "
+                  "seed). Seeds that grow: " + (", ".join(f"{k}: {v} of {so['n_seed'][k]}"
+                                                        for k, v in grow.items() if v) or "none")]
         lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")
