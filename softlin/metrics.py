@@ -8,7 +8,8 @@ lengths):
 * :func:`jackknife`: delete-one jackknife of any statistic over independent replicates on the
   leading axis (task blocks, seeds);
 * :func:`seed_mean`: mean over independent seeds and the standard error of that mean;
-* :func:`n_significant`: a count of changes (increases) that exceed ``z`` times their own error;
+* :func:`n_significant`: a count of changes (increases) that exceed ``z`` times their own error
+  (a diagnostic; criteria read counts through :func:`put_count`);
 * :func:`put`: store ``name``, ``name_se`` (``EXACT`` for a deterministic quantity) and
   ``name_df`` (degrees of freedom: :func:`replicate_df`, ``n - 1``) side by side, the form
   :mod:`softlin.verdict` reads; :func:`put_count` a count of rises with the rises' errors.

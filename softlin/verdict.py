@@ -214,7 +214,7 @@ def decide_entry(op: str, thr, e: dict, z: float) -> dict:
         p_hold, p_fail = float(outcome != "holds"), float(outcome != "fails")
         r = {}
     else:  # a NaN error has no df: undecided whatever the multiplier
-        m = student.multiplier(z, e["df"]) if e["df"] is not None else float("nan")
+        m = student.multiplier(z, e["df"]) if e["df"] is not None else None
         outcome, reason = intervals.decide(op, thr, e["value"], e["se"], m)
         p_hold, p_fail = intervals.entry_p(op, thr, e["value"], e["se"], e["df"])
         r = {}

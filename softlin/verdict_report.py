@@ -117,8 +117,11 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
     z = next((v["z"] for v in verdicts + (checks or [])), None)
     if z is not None:
         lines += [RULE_TEXT.format(z=_fmt(z), level=student.level(z), alpha=student.alpha(z)), ""]
-    lines += _table(verdicts)
-    lines += ["", "Summary (raw status): " + tally(verdicts), ""]
+    if verdicts:
+        lines += _table(verdicts) + ["", "Summary (raw status): " + tally(verdicts), ""]
+    else:
+        lines += ["No criterion of the paper is decided here: every test of this claim is a consistency "
+                  "check (below).", ""]
     undecided = [v for v in verdicts if v["status"] == "INCONCLUSIVE"]
     if undecided:
         lines += ["Why INCONCLUSIVE:", ""] + [f"* **{v['id']}**: {v['why']}" for v in undecided] + [""]
