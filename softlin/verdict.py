@@ -267,14 +267,33 @@ def _margin(op, thr, x, se) -> float:
     return d / se if se else d
 
 
-def replication_to_decide(value: float, se: float, n: float, threshold, z: float) -> float:
+def replication_to_decide(value: float, se: float, n: float, threshold, z: float, t_law: bool = False) -> float:
     """Replicates at which ``value +/- z se`` would clear the nearest edge of ``threshold`` (a number
     or ``[low, high]``), if the value stays and ``se`` falls like ``1 / sqrt(n)``:
-    ``n (z se / |value - edge|)^2`` (inf on an edge).  The one formula behind every verdict's
+    ``n (z se / |value - edge|)^2`` (inf on an edge).  With ``t_law`` the multiplier is the
+    Student quantile at ``n' - 1`` degrees of freedom for ``n'`` replicates (the smallest integer
+    ``n' >= 2`` that clears; the rule's own multiplier).  The one formula behind every verdict's
     "replication it would need"."""
     edges = threshold if isinstance(threshold, (list, tuple)) else [threshold]
     margin = min(abs(value - e) for e in edges)
-    return math.inf if margin == 0 else float(n * (z * se / margin) ** 2)
+    if margin == 0:
+        return math.inf
+    need = float(n * (z * se / margin) ** 2)
+    if not t_law or z == 0:
+        return need
+
+    def clears(k: int) -> bool:
+        return student.multiplier(z, k - 1) * se * math.sqrt(n / k) < margin
+    lo = max(2, math.ceil(need))   # t >= z: never fewer than the normal law's
+    hi = lo
+    while not clears(hi):
+        hi *= 2
+        if hi > 1e12:
+            return math.inf
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if clears(mid) else (mid + 1, hi)
+    return float(lo)
 
 
 def _describe(test: dict) -> str:

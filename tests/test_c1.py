@@ -96,7 +96,7 @@ def test_ols_slope_exact_line():
 
 
 # --------------------------------------------------------------------------- issue 23: jackknife over blocks
-from softlin import verdict  # noqa: E402
+from softlin import student, verdict  # noqa: E402
 from softlin.claims import c1, curves  # noqa: E402
 
 
@@ -163,14 +163,19 @@ def test_significant_increases_count_only_rises_beyond_z_se():
 
 def test_replication_needed_by_hand():
     """C1d-like test: dev = -0.07 +/- 0.024 against >= -0.1 at z = 2 with 8 blocks is undecided;
-    it decides once 2 se < 0.03, i.e. n >= 8 (0.048 / 0.03)^2 = 20.48 -> 21 blocks."""
+    under the normal law it would decide once 2 se < 0.03, i.e. n >= 8 (0.048 / 0.03)^2 = 20.48 -> 21
+    blocks; under the rule's t law, 24."""
     crit = dict(id="X", statement="s", all=[{"measured": "a.dev", "op": ">=", "value": -0.1}])
     m = {"a": {"dev": {"p1": -0.07, "p2": -0.01}, "dev_se": {"p1": 0.024, "p2": 0.001}, "dev_df": 7}}
     v = verdict.evaluate(crit, m, 2.0)
     assert v["status"] == "INCONCLUSIVE"
     rows = curves.needed([v], lambda path: (8, "task blocks"))
-    assert [(r["label"], r["n_needed"]) for r in rows] == [("p1", 21)]
-    assert "21 (2.6x)" in curves.needed_markdown(rows)
+    # with the rule's t multiplier at n - 1 df: the smallest n with t_{n-1} 0.024 sqrt(8 / n) < 0.03,
+    # scanned by hand here: 24 (the normal law's 21 is too few)
+    scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.024 * np.sqrt(8 / k) < 0.03)
+    assert scan == 24
+    assert [(r["label"], r["n_needed"]) for r in rows] == [("p1", 24)]
+    assert "24 (3.0x)" in curves.needed_markdown(rows)
 
 
 def test_every_c1_criterion_reads_a_value_with_its_se():

@@ -183,3 +183,11 @@ def test_c3d_counts_the_seeds_that_grow():
     assert p + 2 * se < 0.5
     p1, se1 = c3.grow_fraction(1, 5)                 # 1 of 5: 1/3 +/- 0.157, undecided
     assert p1 - 2 * se1 < 0.5 < p1 + 2 * se1
+
+
+def test_replication_with_the_t_law_by_hand():
+    """0.3 +/- 0.05 against < 0.25 from 5 seeds at z = 2: the normal law says 20 seeds; with the t
+    multiplier at n - 1 df the smallest n with t_{n-1} 0.05 sqrt(5 / n) < 0.05, found by scanning."""
+    scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.05 * math.sqrt(5 / k) < 0.05)
+    assert verdict.replication_to_decide(0.3, 0.05, 5, 0.25, 2, t_law=True) == scan
+    assert scan > 20 and verdict.replication_to_decide(0.3, 0.05, 5, 0.25, 2) == pytest.approx(20.0)

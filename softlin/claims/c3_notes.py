@@ -46,7 +46,7 @@ def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[di
                     continue
                 if verdict.decide(r["op"], r["threshold"], x, s, m)[0] != "undecided":
                     continue
-                need = verdict.replication_to_decide(x, s, n, r["threshold"], z)
+                need = verdict.replication_to_decide(x, s, n, r["threshold"], z, t_law=True)
                 if worst is None or need > worst["needed"]:
                     worst = dict(id=v["id"], measured=r["measured"], label=lab, value=x, se=s, n_seed=n, needed=need)
             if worst is not None:
@@ -61,8 +61,9 @@ def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
     need = replication_needed(verdicts, metrics, z)
     if need:
         lines += ["## What would decide the undecided tests", "",
-                  f"Seeds per setting for `value +/- {z:g} se` to clear the threshold, from the standard "
-                  "error's `1/sqrt(n)` scaling across seeds (an estimate: the value itself moves with more seeds).", "",
+                  "Seeds per setting for `value +/- t se` to clear the threshold (t the Student quantile at "
+                  f"the level of +/- {z:g} with n - 1 degrees of freedom), from the standard error's `1/sqrt(n)` "
+                  "scaling across seeds (an estimate: the value itself moves with more seeds).", "",
                   "| criterion | measured | value +/- se | seeds now | seeds needed |", "|---|---|---|---|---|"]
         lines += [f"| {r['id']} | `{r['measured']}`{'' if r['label'] is None else ' [' + r['label'] + ']'} "
                   f"| {r['value']:.4g} +/- {r['se']:.2g} | {r['n_seed']} | "

@@ -137,7 +137,7 @@ def ntasks_md(summaries: dict, band, z: float) -> str:
         m = student.multiplier(z, n - 1) if z > 0 else 0.0
         lo, hi = v - m * se, v + m * se
         decided = (band[0] <= lo and hi <= band[1]) or hi < band[0] or lo > band[1]
-        need = "decided" if decided else f"{verdict.replication_to_decide(v, se, n, band, z):.0f}"
+        need = "decided" if decided else f"{verdict.replication_to_decide(v, se, n, band, z, t_law=True):.0f}"
         lines.append(f"| {x['label']} | {v:.4g} | {se:.3g} | {n} | {need} |")
     return "\n".join(lines) + "\n"
 

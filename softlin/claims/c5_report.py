@@ -23,7 +23,7 @@ def replication_needed(criteria: list[dict], metrics: dict, z: float, n: int, un
             if "count" in r:
                 lines.append(f"* {c['id']}: `{t['measured']}` undecided ({d['reason']}); no replication estimate")
                 continue
-            need = (verdict.replication_to_decide(x, se, n, t["value"], z)
+            need = (verdict.replication_to_decide(x, se, n, t["value"], z, t_law=True)
                     if se and math.isfinite(x) else math.inf)
             if math.isinf(need):
                 lines.append(f"* {c['id']}: `{t['measured']}` undecided ({d['reason']}); no replication estimate")

@@ -148,8 +148,8 @@ SE_NOTE = (
 def needed(verdicts: list[dict], units) -> list[dict]:
     """For every undecided test entry (value +/- t se straddling its threshold, ``t`` the entry's
     multiplier): the replication that would decide it at the present estimate, from se ~ 1/sqrt(n)
-    and the large-n multiplier z:
-    ``n_needed = ceil(n (z se / |value - threshold|)^2)``.  ``units(path)`` gives ``(n, unit)``,
+    and the Student multiplier at ``n_needed - 1`` df (:func:`softlin.verdict.replication_to_decide`
+    with ``t_law``; at least ``ceil(n (z se / |value - threshold|)^2)``).  ``units(path)`` gives ``(n, unit)``,
     the replication behind the value at ``path``.  One row per undecided entry."""
     out = []
     for v in verdicts:
@@ -168,7 +168,7 @@ def needed(verdicts: list[dict], units) -> list[dict]:
                 outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, m)
                 if outcome != "undecided":
                     continue
-                need = verdict.replication_to_decide(xv, sv, n, t["threshold"], z)
+                need = verdict.replication_to_decide(xv, sv, n, t["threshold"], z, t_law=True)
                 n_need = need if math.isinf(need) else math.ceil(need)
                 out.append(dict(id=v["id"], measured=t["measured"], label=label, value=xv, se=sv,
                                 threshold=t["threshold"], op=t["op"], n=n, unit=unit, n_needed=n_need,
@@ -182,8 +182,9 @@ def needed_markdown(rows_: list[dict]) -> str:
         return ""
     lines = ["## Replication needed to decide the undecided tests", "",
              "At the present estimate, with the standard error shrinking as 1/sqrt(n) (n the independent "
-             "replicates behind it), a test decides once z se < |value - threshold|: "
-             "n_needed = ceil(n (z se / |value - threshold|)^2).", "",
+             "replicates behind it), a test decides once t se < |value - threshold| (t the rule's Student "
+             "quantile at n_needed - 1 degrees of freedom): the smallest such n_needed, at least "
+             "ceil(n (z se / |value - threshold|)^2).", "",
              "| criterion | measured | value +/- se | threshold | n now | n needed (x now) |",
              "|---|---|---|---|---|---|"]
     for r in rows_:
