@@ -8,9 +8,11 @@ lengths):
 * :func:`jackknife`: delete-one jackknife of any statistic over independent replicates on the
   leading axis (task blocks, seeds);
 * :func:`seed_mean`: mean over independent seeds and the standard error of that mean;
-* :func:`n_significant`: a count of changes (increases) that exceed ``z`` times their own error;
-* :func:`put`: store ``name`` and ``name_se`` side by side (``EXACT`` for a deterministic
-  quantity), the form :mod:`softlin.verdict` reads.
+* :func:`n_significant`: a count of changes (increases) that exceed ``z`` times their own error
+  (a diagnostic; criteria read counts through :func:`put_count`);
+* :func:`put`: store ``name``, ``name_se`` (``EXACT`` for a deterministic quantity) and
+  ``name_df`` (degrees of freedom: :func:`replicate_df`, ``n - 1``) side by side, the form
+  :mod:`softlin.verdict` reads; :func:`put_count` a count of rises with the rises' errors.
 """
 
 from __future__ import annotations
@@ -191,9 +193,41 @@ def n_significant(changes, se, z: float) -> float:
     return int(np.sum(c > z * s))
 
 
-def put(out: dict, name: str, value, se) -> dict:
+def put(out: dict, name: str, value, se, df=None) -> dict:
     """``out[name] = value``, ``out[name + "_se"] = se`` (a number, a dict like ``value``, or
-    :data:`EXACT`); returns ``out``."""
+    :data:`EXACT`) and ``out[name + "_df"] = df``, its degrees of freedom (a number or a dict like
+    ``value``; :func:`replicate_df`), required for every standard error that is not exact (the
+    decision rule refuses one without); returns ``out``."""
+    if df is None and not (isinstance(se, str) and se == EXACT):
+        raise ValueError(f"metric {name!r}: a standard error needs its degrees of freedom (df)")
     out[name] = value
     out[name + "_se"] = se
+    if df is not None:
+        out[name + "_df"] = df
+    return out
+
+
+def replicate_df(samples) -> int:
+    """Degrees of freedom of a standard error from the independent replicates on the leading axis of
+    ``samples`` (an array, or a tuple of arrays sharing it) by :func:`jackknife`, :func:`seed_mean` or
+    a bootstrap over them: ``n - 1``."""
+    first = samples[0] if isinstance(samples, tuple) else samples
+    return int(np.shape(first)[0]) - 1
+
+
+def put_count(out: dict, name: str, rises, rises_se, df) -> dict:
+    """A count of rises ("at most k increases") as the decision rule reads it: ``out[name]`` the
+    number of rises of the point estimate, ``name_rises`` / ``name_rises_se`` the rises and their
+    standard errors (lists, or dicts of lists), ``name_df`` their degrees of freedom.  The rule
+    counts a rise for a PASS unless its interval lies wholly below 0, and for a FAIL only where it
+    lies wholly above (:func:`softlin.intervals.count_bounds`): the count is random, never exact."""
+    def each(fn, x):
+        return {k: fn(r) for k, r in x.items()} if isinstance(x, dict) else fn(x)
+
+    def as_list(r):
+        return np.asarray(r, dtype=np.float64).tolist()
+    out[name] = each(lambda r: int(np.sum(np.asarray(r, dtype=np.float64) > 0)), rises)
+    out[name + "_rises"] = each(as_list, rises)
+    out[name + "_rises_se"] = each(as_list, rises_se)
+    out[name + "_df"] = df
     return out

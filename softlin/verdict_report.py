@@ -4,8 +4,10 @@ claim (``results/verdicts.md`` / ``.rst``).  The decision itself is :mod:`softli
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
+from . import family, student
 from .io import dumps_json, write_text
 from .verdict import DEFAULT_Z, STATUSES, evaluate
 
@@ -20,21 +22,57 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def _num(x) -> str:
+    return f"{x:g}" if isinstance(x, float) and (math.isinf(x) or x == int(x)) else _fmt(x)
+
+
 def fmt_test(r: dict) -> str:
-    """A test's reading for the table: the last two parts of its path, ``value +/- se``
-    (``(exact)``), for a mapping the entry that decided it, and the outcome when not holds."""
+    """A test's reading for the table: the last two parts of its path, ``value +/- se`` (a count:
+    ``n in [lo, hi]``, its interval from the rises'; ``(exact)``), the degrees of freedom and the
+    multiplier ``t`` of a random value, for a mapping the entry that decided it, and the outcome
+    (with its reason where the error is a lower bound) when not holds."""
     d = r["decided_by"]
     name = ".".join(r["measured"].split(".")[-2:]) + (f"[{d['label']}]" if d["label"] is not None else "")
-    if d["se"] is not None:
+    if "lo" in d:
+        val = f"{_num(d['value'])} in [{_num(d['lo'])}, {_num(d['hi'])}]"
+    elif d["se"] is not None:
         val = f"{_fmt(d['value'])} +/- {_fmt(d['se'])}"
     else:
         val = _fmt(d["value"]) + (" (exact)" if r.get("exact") else "")
-    tail = "" if r["outcome"] == "holds" else f" [{r['outcome']}]"
+    if d.get("df") is not None and r.get("z", 0) > 0:
+        val += f" (df {_num(d['df'])}, t {d['multiplier']:.3g})"
+    tail = "" if r["outcome"] == "holds" else f" [{r['outcome']}" + (
+        f": {d['reason']}" if d["reason"] == "s.e. is a lower bound" else "") + "]"
     return f"`{name}` = {val}{tail}"
 
 
+def marks(v: dict, mark_after_run: bool = True) -> str:
+    """The id's marks: ``(control)``, ``(added after a run)``, ``(changed after a run)``."""
+    out = " (control)" if v.get("role") == "control" else ""
+    if mark_after_run:
+        out += " (added after a run)" if "added_after_run" in v else ""
+        out += " (changed after a run)" if v.get("changed_after_run") else ""
+    return out
+
+
+def _short(t: str) -> str:
+    """A described test ``a.b.c op value`` with its path cut to the last part (the numbers kept whole)."""
+    path, rest = t.split(" ", 1)
+    return f"{path.split('.')[-1]} {rest}"
+
+
+def threshold_cell(v: dict, short: bool = False) -> str:
+    """The thresholds of a criterion in one cell: its main tests, then its preconditions
+    (``conclusive only if ...``); ``short`` cuts each path to its last part."""
+    f = _short if short else (lambda t: t)
+    out = "; ".join(f"`{f(t)}`" for t in v["threshold"])
+    if v["preconditions"]:
+        out += " (conclusive only if " + "; ".join(f"`{f(p['test'])}`" for p in v["preconditions"]) + ")"
+    return out
+
+
 def _table(verdicts: list[dict], mark_after_run: bool = True) -> list[str]:
-    lines = ["| id | status | statement | measured (value +/- s.e.) | threshold |", "|---|---|---|---|---|"]
+    lines = ["| id | status | p | statement | measured (value +/- s.e.) | threshold |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         measured = "; ".join(fmt_test(r) for r in v["tests"])
         thr = "; ".join(f"`{t}`" for t in v["threshold"])
@@ -42,26 +80,46 @@ def _table(verdicts: list[dict], mark_after_run: bool = True) -> list[str]:
             thr += " (conclusive only if " + "; ".join(
                 f"`{p['test']}`" + ("" if p["holds"] else f" [{p['outcome']}: {fmt_test(p)}]")
                 for p in v["preconditions"]) + ")"
-        vid = v["id"] + (" (added after a run)" if mark_after_run and "added_after_run" in v else "")
-        lines.append(f"| {vid} | **{v['status']}** | {v['statement']} | {measured} | {thr} |")
+        p = f"{v['p']:.2g}" if "p" in v else "-"
+        lines.append(f"| {v['id']}{marks(v, mark_after_run)} | **{v['status']}** | {p} | {v['statement']} | {measured} | {thr} |")
     return lines
+
+
+def tally(verdicts: list[dict], key: str = "status") -> str:
+    """``n PASS, n FAIL, n INCONCLUSIVE`` of the claims, then of the controls apart (``key``: which status)."""
+    def count(vs):
+        return ", ".join(f"{sum(v[key] == s for v in vs)} {s}" for s in STATUSES)
+    claims = [v for v in verdicts if v.get("role", "claim") != "control"]
+    controls = [v for v in verdicts if v.get("role") == "control"]
+    return count(claims) + (f" (controls apart: {count(controls)})" if controls else "")
+
+
+RULE_TEXT = ("Decision rule: a test holds if it holds at the unfavourable end of value +/- t standard errors "
+             "(from independent task blocks or seeds; `exact`: no sampling noise), where t is the Student "
+             "quantile at the two-sided level of +/- {z} under the normal law ({level:.2%}) with the error's "
+             "degrees of freedom (df, n - 1 for n replicates); it fails if it fails at the favourable end, else "
+             "it is undecided. A count of rises is an interval: for a PASS every rise not significantly below 0 "
+             "counts, for a FAIL only the rises significantly above. An error known to be a lower bound grants "
+             "no PASS. A criterion is PASS when every test holds, FAIL when one fails, otherwise INCONCLUSIVE "
+             "(also when a precondition does not hold). p: the p-value its raw status carries (PASS: the largest "
+             "over its tests; FAIL: the smallest failing one times the entries that could fail; "
+             "INCONCLUSIVE: 1). The family-wide status (Holm over every criterion of C1-C5 at {alpha:.4f}) is "
+             "in `results/verdicts.md`: docs/decision_rule.md.")
 
 
 def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
                 checks: list[dict] | None = None) -> str:
-    """A verdict table in Markdown: the decision rule, the criteria added after a run listed under
-    it, then the consistency checks (a separate table, not verdicts), then optional extra sections."""
+    """A verdict table in Markdown: the decision rule, the criteria added or changed after a run listed
+    under it, then the consistency checks (a separate table, not verdicts), then optional extra sections."""
     lines = [f"# {claim.upper()} verdict: {title}", ""]
     z = next((v["z"] for v in verdicts + (checks or [])), None)
     if z is not None:
-        lines += [f"Decision rule: a test holds if it holds at the unfavourable end of value +/- {_fmt(z)} "
-                  "standard errors (from independent task blocks or seeds; `exact`: no sampling noise), "
-                  "fails if it fails at the favourable end, else it is undecided; a criterion is PASS when "
-                  "every test holds, FAIL when one fails, otherwise INCONCLUSIVE (also when a "
-                  "precondition does not hold).", ""]
-    lines += _table(verdicts)
-    counts = {s: sum(v["status"] == s for v in verdicts) for s in STATUSES}
-    lines += ["", "Summary: " + ", ".join(f"{n} {s}" for s, n in counts.items()), ""]
+        lines += [RULE_TEXT.format(z=_fmt(z), level=student.level(z), alpha=student.alpha(z)), ""]
+    if verdicts:
+        lines += _table(verdicts) + ["", "Summary (raw status): " + tally(verdicts), ""]
+    else:
+        lines += ["No criterion of the paper is decided here: every test of this claim is a consistency "
+                  "check (below).", ""]
     undecided = [v for v in verdicts if v["status"] == "INCONCLUSIVE"]
     if undecided:
         lines += ["Why INCONCLUSIVE:", ""] + [f"* **{v['id']}**: {v['why']}" for v in undecided] + [""]
@@ -69,6 +127,10 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
     if late:
         lines += ["Criteria added or changed after a run they judge (not predeclared):", ""] + [
             f"* **{v['id']}**: {v['added_after_run']}" for v in late] + [""]
+    changed = [v for v in verdicts if v.get("changed_after_run")]
+    if changed:
+        lines += ["Changes made after seeing data that can move these statuses:", ""] + [
+            f"* **{v['id']}**: {c['what']} ({c['why']})" for v in changed for c in v["changed_after_run"]] + [""]
     notes = [v for v in verdicts if "note" in v]
     if notes:
         lines += ["Notes:", ""] + [f"* **{v['id']}**: {v['note']}" for v in notes] + [""]
@@ -80,6 +142,8 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
         late_c = [c for c in checks if "added_after_run" in c]
         if late_c:
             lines += [f"* **{c['id']}** (added after a run): {c['added_after_run']}" for c in late_c] + [""]
+        lines += [f"* **{c['id']}** (changed after a run): {x['what']} ({x['why']})"
+                  for c in checks for x in c.get("changed_after_run", [])]
     return "\n".join(lines) + ("\n" + extra if extra else "")
 
 
@@ -108,33 +172,64 @@ def _reading(v: dict) -> str:
 
 
 def overview_rows(claims: Mapping) -> list[dict]:
-    """One row per criterion of every claim (``claims``: ``{claim: [verdicts]}``): claim, id,
-    statement, reading, threshold, status."""
-    return [dict(claim=claim.upper(), id=v["id"], statement=v["statement"], reading=_reading(v),
-                 threshold="; ".join(v["threshold"]), status=v["status"])
-            for claim, vs in claims.items() for v in vs]
+    """One row per criterion of every claim (``claims``: ``{claim: [verdicts]}``): claim, id (with
+    its :func:`marks`), role, statement, reading, threshold (:func:`threshold_cell`, paths cut to
+    their last part, preconditions included), the raw status, its p-value and the family-wide status
+    (:func:`softlin.family.family_status`: Holm over every criterion of ``claims`` as one family)."""
+    flat = [v for vs in claims.values() for v in vs]
+    z = next((v["z"] for v in flat), DEFAULT_Z)
+    fam = family.family_status(flat, student.alpha(z)) if z > 0 else [
+        dict(family=v["status"], p=v.get("p", 1.0), holm_level=float("nan")) for v in flat]
+    rows = []
+    for (claim, v), f in zip(((c, v) for c, vs in claims.items() for v in vs), fam):
+        rows.append(dict(claim=claim.upper(), id=v["id"] + marks(v), role=v.get("role", "claim"),
+                         statement=v["statement"], reading=_reading(v), threshold=threshold_cell(v, short=True),
+                         status=v["status"], family=f["family"], p=f["p"], holm_level=f["holm_level"]))
+    return rows
+
+
+def _tallies(claims: Mapping, rows: list[dict], key: str) -> str:
+    by = {c.upper(): [r for r in rows if r["claim"] == c.upper()] for c in claims}
+    return "; ".join(f"{c}: " + (tally(rs, key) if rs else "no criterion (consistency checks only)")
+                     for c, rs in by.items())
 
 
 def overview_markdown(claims: Mapping) -> str:
-    """The table of every verdict (the README's and the report's first page), with the tallies."""
-    lines = ["| claim | id | status | measured (value +/- s.e.) | threshold |", "|---|---|---|---|---|"]
-    for r in overview_rows(claims):
-        lines.append(f"| {r['claim']} | {r['id']} | **{r['status']}** | {r['reading']} | `{r['threshold']}` |")
-    tally = "; ".join(f"{c.upper()}: " + ", ".join(f"{sum(v['status'] == s for v in vs)} {s}" for s in STATUSES)
-                      for c, vs in claims.items())
-    return "\n".join(lines) + "\n\nTallies (claims of the paper only; consistency checks apart): " + tally + "\n"
+    """The table of every verdict (the README's and the report's first page): the raw status, the
+    family-wide status beside it, and the tallies of each (claims and controls apart)."""
+    rows = overview_rows(claims)
+    z = next((v["z"] for vs in claims.values() for v in vs), DEFAULT_Z)
+    lines = ["| claim | id | status | family-wide | p (Holm level) | measured (value +/- s.e.) | threshold |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['claim']} | {r['id']} | **{r['status']}** | **{r['family']}** | "
+                     f"{r['p']:.2g} ({r['holm_level']:.2g}) | {r['reading']} | {r['threshold']} |")
+    return ("\n".join(lines) + "\n\n"
+            f"Status: the raw status of each criterion at the two-sided level {student.level(z):.2%} per test "
+            f"(Student t with each error's df). Family-wide: Holm's step-down over the {len(rows)} criteria above "
+            f"as one family at {student.alpha(z):.4f}; a raw PASS or FAIL whose p-value Holm does not reject "
+            "is INCONCLUSIVE (docs/decision_rule.md).\n\n"
+            "Tallies of the raw status (consistency checks apart; controls apart): " + _tallies(claims, rows, "status")
+            + "\n\nTallies of the family-wide status: " + _tallies(claims, rows, "family") + "\n")
 
 
 def overview_rst(claims: Mapping) -> str:
     """The same table as reStructuredText (a list-table), for the report's front page."""
     def cell(text):
         return text.replace("*", "\\*").replace("`", "").replace("|", "\\|")
-    out = [".. list-table:: Every verdict (claims of the paper; consistency checks in each claim's verdict page)",
-           "   :header-rows: 1", "", "   * - claim", "     - id", "     - status",
-           "     - measured (value +/- s.e.)", "     - threshold"]
-    for r in overview_rows(claims):
-        out += [f"   * - {r['claim']}", f"     - {r['id']}", f"     - {r['status']}",
+    rows = overview_rows(claims)
+    out = [".. list-table:: Every verdict (claims of the paper; consistency checks in each claim's verdict page); "
+           "status: raw, family-wide: Holm over every criterion (docs/decision_rule.md)",
+           "   :header-rows: 1", "", "   * - claim", "     - id", "     - status", "     - family-wide",
+           "     - p (Holm level)", "     - measured (value +/- s.e.)", "     - threshold"]
+    for r in rows:
+        out += [f"   * - {r['claim']}", f"     - {r['id']}", f"     - {r['status']}", f"     - {r['family']}",
+                f"     - {r['p']:.2g} ({r['holm_level']:.2g})",
                 f"     - {cell(r['reading'])}", f"     - {cell(r['threshold'])}"]
+    z = next((v["z"] for vs in claims.values() for v in vs), DEFAULT_Z)
+    out += ["", f"Tallies of the raw status: {cell(_tallies(claims, rows, 'status'))}", "",
+            f"Tallies of the family-wide status (Holm at {student.alpha(z):.4f}): "
+            f"{cell(_tallies(claims, rows, 'family'))}"]
     return "\n".join(out) + "\n"
 
 

@@ -96,7 +96,7 @@ def test_ols_slope_exact_line():
 
 
 # --------------------------------------------------------------------------- issue 23: jackknife over blocks
-from softlin import verdict  # noqa: E402
+from softlin import student, verdict  # noqa: E402
 from softlin.claims import c1, curves  # noqa: E402
 
 
@@ -137,8 +137,9 @@ def test_jackknife_slope_se_matches_the_spread_over_independent_replicates():
 
 def test_significant_increases_count_only_rises_beyond_z_se():
     """A curve falling as 1/L with one large rise (x4 at index 4, far beyond its noise) and one
-    tiny rise (x1.001 at index 2, far inside it; block noise 5%): n_increases counts 1 at z = 2,
-    n_increases_raw 2."""
+    tiny rise (x1.001 at index 2, far inside it; block noise 5%): the count is the interval [1, 2]
+    at z = 2 (1 rise significantly up, 2 not significantly down), so "<= 1" is undecided; every
+    other fall is significant."""
     rng = np.random.default_rng(1)
     Ls = 2 ** np.arange(3, 10)
     mean = 1.0 / Ls
@@ -147,21 +148,34 @@ def test_significant_increases_count_only_rises_beyond_z_se():
     e = rng.standard_normal((12, 1, Ls.size))
     msq = mean * (1 + 0.05 * (e - e.mean(axis=0)))           # noise of mean 0 over blocks: RMS = sqrt(mean)
     val, se = curves.jackknife_shape(Ls, msq, curves.rms)
-    f = curves.fit(val, se, 0, Ls, z=2.0)
-    assert f["n_increases"] == 1 and f["n_increases_se"] == "exact"
-    assert f["n_increases_raw"] == 2
+    f = curves.fit(val, se, 0, Ls, z=2.0, df=11)
+    assert f["n_increases"] == 2 == f["n_increases_raw"] and f["n_increases_df"] == 11
+    r = verdict.check({"measured": "n_increases", "op": "<=", "value": 1}, f, 2.0)
+    assert r["count"] == [1.0, 2.0] and r["outcome"] == "undecided"
+    # the signal-to-noise ratio of the last point: the last value over its own jackknife s.e.
+    # (by hand: RMS over blocks, delete-one replicates), random, with its df
+    last = np.sqrt(msq[:, 0, -1])
+    reps = np.sqrt((msq[:, 0, -1].sum() - msq[:, 0, -1]) / 11)
+    se_last = np.sqrt(11 / 12 * np.sum((reps - reps.mean()) ** 2))
+    assert f["last_over_se"] == pytest.approx(np.sqrt(msq[:, 0, -1].mean()) / se_last, rel=1e-10)
+    assert f["last_over_se_se"] > 0 and f["last_over_se_df"] == 11 and last.size == 12
 
 
 def test_replication_needed_by_hand():
     """C1d-like test: dev = -0.07 +/- 0.024 against >= -0.1 at z = 2 with 8 blocks is undecided;
-    it decides once 2 se < 0.03, i.e. n >= 8 (0.048 / 0.03)^2 = 20.48 -> 21 blocks."""
+    under the normal law it would decide once 2 se < 0.03, i.e. n >= 8 (0.048 / 0.03)^2 = 20.48 -> 21
+    blocks; under the rule's t law, 24."""
     crit = dict(id="X", statement="s", all=[{"measured": "a.dev", "op": ">=", "value": -0.1}])
-    m = {"a": {"dev": {"p1": -0.07, "p2": -0.01}, "dev_se": {"p1": 0.024, "p2": 0.001}}}
+    m = {"a": {"dev": {"p1": -0.07, "p2": -0.01}, "dev_se": {"p1": 0.024, "p2": 0.001}, "dev_df": 7}}
     v = verdict.evaluate(crit, m, 2.0)
     assert v["status"] == "INCONCLUSIVE"
     rows = curves.needed([v], lambda path: (8, "task blocks"))
-    assert [(r["label"], r["n_needed"]) for r in rows] == [("p1", 21)]
-    assert "21 (2.6x)" in curves.needed_markdown(rows)
+    # with the rule's t multiplier at n - 1 df: the smallest n with t_{n-1} 0.024 sqrt(8 / n) < 0.03,
+    # scanned by hand here: 24 (the normal law's 21 is too few)
+    scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.024 * np.sqrt(8 / k) < 0.03)
+    assert scan == 24
+    assert [(r["label"], r["n_needed"]) for r in rows] == [("p1", 24)]
+    assert "24 (3.0x)" in curves.needed_markdown(rows)
 
 
 def test_every_c1_criterion_reads_a_value_with_its_se():

@@ -5,7 +5,7 @@ against numpy, the seeds-needed estimate by hand, and the seed log's block read 
 import numpy as np
 import pytest
 
-from softlin import verdict
+from softlin import student, verdict
 from softlin.claims import c3, c3_notes, seedlog
 
 LS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -91,8 +91,10 @@ def test_fit_block_matches_numpy_on_seed_means():
     # the delete-one-seed jackknife of the slope, written out by hand
     reps = [np.polyfit(lx, np.log10(np.delete(D, i, 0).mean(0)), 1)[0] for i in range(5)]
     assert f["slope_D_inf_max_se"] == pytest.approx(np.sqrt(4 / 5 * np.sum((reps - np.mean(reps)) ** 2)), rel=1e-10)
-    for k in ("n_sig_increases_D_inf_max", "n_increases_R_pop_at_L"):
-        assert f[k + "_se"] == "exact"
+    assert f["n_increases_R_pop_at_L_se"] == "exact"          # the seed log's plain count (read at z = 0)
+    # the trend count is random: the rises of the mean curve with their jackknife errors, df = n - 1
+    assert f["n_sig_increases_D_inf_max_rises"] == pytest.approx(np.diff(D.mean(0)).tolist(), rel=1e-12)
+    assert f["n_sig_increases_D_inf_max_df"] == 4 and f["slope_D_inf_max_df"] == 4
 
 
 def test_jackknife_se_of_the_slope_against_independent_seed_sets():
@@ -114,7 +116,8 @@ def test_jackknife_se_of_the_slope_against_independent_seed_sets():
 
 def test_trend_count_by_hand():
     """Three seeds with the same curve shape: the mean curve rises twice; the rise of size 1 with
-    seed spread 0 (exact) counts at any z, the rise blurred by the seeds counts at z = 0 only."""
+    seed spread 0 (exact) counts at any z, the rise blurred by the seeds counts at z = 0 only for a
+    FAIL; for a PASS it counts, and so does a fall not significantly below 0 (t_2 = 4.53 at z = 2)."""
     D = np.tile([10.0, 9, 10, 8, 7, 6, 5, 4, 3, 2], (3, 1))      # a clean rise 9 -> 10, the same in every seed
     D[:, 4] = [6.0, 6.5, 6.5]                                      # mean 6.333 ...
     D[:, 5] = [10.0, 4.0, 7.0]                                     # ... -> mean 7.0: a rise blurred by the seeds
@@ -126,13 +129,20 @@ def test_trend_count_by_hand():
     f0 = c3.fit_block(rows, "isotropic_gauss", 0.0)
     f2 = c3.fit_block(rows, "isotropic_gauss", 2.0)
     assert f0["n_sig_increases_D_inf_max"] == 2 == f0["n_increases_D_inf_max"]
+
+    def count(f, k, z):
+        return verdict.check({"measured": k, "op": "<=", "value": 1}, f, z)["count"]
+    assert count(f0, "n_sig_increases_D_inf_max", 0.0) == [2.0, 2.0]
     # jackknife se of the blurred rise (mean over seeds of d_s = D[s,5] - D[s,4]: se = sd / sqrt(3))
     d = D[:, 5] - D[:, 4]
     se = np.std(d, ddof=1) / np.sqrt(3)
     assert f2["diff_D_inf_max_se"][4] == pytest.approx(se, rel=1e-12)
-    assert rises[4] < 2 * se                                        # so at z = 2 it does not count
-    assert f2["n_sig_increases_D_inf_max"] == 1
-    assert f2["n_sig_increases_R_pop_at_L"] == 0
+    assert rises[4] < 2 * se                                        # so at z = 2 it is not significant
+    # the fall 5 -> 6 (per seed 5 - D[s, 5] = -5, 1, -2: mean -2, se sqrt(3)) is not significantly below 0
+    d6 = 5.0 - D[:, 5]
+    assert d6.mean() + 4.5 * np.std(d6, ddof=1) / np.sqrt(3) > 0
+    assert count(f2, "n_sig_increases_D_inf_max", 2.0) == [1.0, 3.0]
+    assert count(f2, "n_sig_increases_R_pop_at_L", 2.0) == [0.0, 0.0]
 
 
 def test_single_seed_has_no_error():
@@ -142,7 +152,9 @@ def test_single_seed_has_no_error():
     D, R, dist, R_init, norm = _simulate(rng, 1)
     f = c3.fit_block(_rows(D, R, dist, R_init, norm), "isotropic_rademacher", 0.0)
     assert np.isnan(f["slope_D_inf_max_se"]) and f["n_sig_increases_D_inf_max"] == f["n_increases_D_inf_max"]
-    assert np.isnan(c3.fit_block(_rows(D, R, dist, R_init, norm), "x", 2.0)["n_sig_increases_D_inf_max"])
+    f2 = c3.fit_block(_rows(D, R, dist, R_init, norm), "x", 2.0)
+    r = verdict.check({"measured": "n_sig_increases_D_inf_max", "op": "<=", "value": 1}, f2, 2.0)
+    assert r["outcome"] == "undecided" and r["decided_by"]["reason"] == "NaN rise"
 
 
 def test_needed_seeds_by_hand():
@@ -211,7 +223,8 @@ def test_seed_log_block_reads_the_seed_logs_seeds_only():
 def test_replication_needed_lists_only_undecided_tests_of_inconclusive_criteria():
     """A FAIL criterion with an undecided test is not listed (already decided); an INCONCLUSIVE one
     is, with n (z se / gap)^2 by hand; a criterion whose precondition fails lists no main test."""
-    m = {"fits": {"a": {"n_seed": 5, "x": 0.3, "x_se": 0.05, "y": 9.0, "y_se": 0.1, "w": 0.1, "w_se": 0.02}}}
+    m = {"fits": {"a": {"n_seed": 5, "x": 0.3, "x_se": 0.05, "y": 9.0, "y_se": 0.1, "w": 0.1, "w_se": 0.02,
+                        "x_df": 4, "y_df": 4, "w_df": 4}}}
     crit = [{"id": "undecided", "statement": "s", "all": [{"measured": "fits.a.x", "op": "<", "value": 0.25}]},
             {"id": "failed", "statement": "s", "all": [{"measured": "fits.a.x", "op": "<", "value": 0.25},
                                                        {"measured": "fits.a.y", "op": "<", "value": 1}]},
@@ -219,4 +232,6 @@ def test_replication_needed_lists_only_undecided_tests_of_inconclusive_criteria(
              "inconclusive_unless": [{"measured": "fits.a.w", "op": ">", "value": 1}]}]
     rows = c3_notes.replication_needed([verdict.evaluate(c, m, 2.0) for c in crit], m, 2.0)
     assert [r["id"] for r in rows] == ["undecided"]
-    assert rows[0]["needed"] == pytest.approx(5 * (2 * 0.05 / 0.05) ** 2)
+    # the normal law's 5 (2 x 0.05 / 0.05)^2 = 20 is too few at t_{n-1}: scanned by hand, 23
+    scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.05 * np.sqrt(5 / k) < 0.05)
+    assert rows[0]["needed"] == scan == 23

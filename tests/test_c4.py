@@ -173,10 +173,11 @@ def test_alpha_boundary_none_found_and_divergence(monkeypatch):
 
 
 def test_criterion_c4c_fails_when_the_boundary_is_inside_the_admissible_interval(monkeypatch):
-    """The new C4c can fail: a flow that stops converging at 0.5 alpha_max gives alpha_c / alpha_max
-    < 1 (bracket [0.05, 1] bisected), and the config's C4c is FAIL on it; PASS at 37."""
+    """C4c (a consistency check since issue 30) can fail on an integrator: a flow that stops
+    converging at 0.5 alpha_max gives alpha_c / alpha_max < 1 (bracket [0.05, 1] bisected), and the
+    config's C4c is FAIL on it; PASS at 37."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["c4"]
-    crit = next(c for c in cfg["criteria"] if c["id"] == "C4c")
+    crit = next(c for c in cfg["consistency_checks"] if c["id"] == "C4c")
     for f0, status in ((0.5, "FAIL"), (37.0, "PASS")):
         monkeypatch.setattr(c4_boundary, "flow_end", _fake_flow(f0))
         r = c4_boundary.alpha_boundary(SIGMA, SW, BD, 1e-6, 0.05)

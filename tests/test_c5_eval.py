@@ -143,9 +143,9 @@ def test_end_drop_se_matches_the_spread_over_simulated_runs():
     r = run_convergence(edge, step, conv, z=2.0)
     assert r["flat"] == "undecided" and r["status"] == "converged"   # flatness counts only where it fails
     # within reference decides: paired (value, se) of risk - 1.05 reference
-    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.01, 0.006))["status"] == "undecided"
-    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.02, 0.006))["status"] == "converged"
-    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(0.02, 0.006))["status"] == "unconverged"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.01, 0.006, 63))["status"] == "undecided"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(-0.02, 0.006, 63))["status"] == "converged"
+    assert run_convergence(edge, step, conv, 0.3, 0.3, z=2.0, over_reference=(0.02, 0.006, 63))["status"] == "unconverged"
 
 
 def test_learning_time_follows_the_schedule():

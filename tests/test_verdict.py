@@ -4,6 +4,7 @@ criteria and consistency checks, and the seed log's own C3 outcome from its prin
 the point-estimate rule (z = 0)."""
 import itertools
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,6 +33,7 @@ def _crit(main: list[str], pre: list[str] | None):
     metrics = {f"m{i}": VALUE[s] for i, s in enumerate(main)}
     metrics.update({f"p{i}": VALUE[s] for i, s in enumerate(pre or [])})
     metrics.update({f"{k}_se": SE for k in list(metrics)})
+    metrics.update({f"{k[:-3]}_df": math.inf for k in list(metrics) if k.endswith("_se")})  # the normal limit: t = z
     return c, metrics
 
 
@@ -143,7 +145,7 @@ RULE = [
 @pytest.mark.parametrize("op,value,x,se,z,outcome", RULE)
 def test_decision_rule_on_both_sides_of_every_operator(op, value, x, se, z, outcome):
     c = {"id": "X", "statement": "s", "all": [{"measured": "m", "op": op, "value": value}]}
-    v = verdict.evaluate(c, {"m": x, "m_se": se}, z=z)
+    v = verdict.evaluate(c, {"m": x, "m_se": se, "m_df": math.inf}, z=z)   # df = inf: the multiplier is z
     assert v["tests"][0]["outcome"] == outcome
     assert v["status"] == {"holds": "PASS", "fails": "FAIL", "undecided": "INCONCLUSIVE"}[outcome]
     if z > 0:
@@ -154,13 +156,14 @@ def test_a_mapping_is_tested_entry_by_entry():
     """A measured mapping {label: value}: holds if every entry holds, fails if one fails; the
     entry that decided is named (the first failing, else the closest to its bound in s.e.)."""
     c = {"id": "X", "statement": "s", "all": [{"measured": "slope", "op": "between", "value": [-0.65, -0.35]}]}
-    ok = {"slope": {"a": -0.5, "b": -0.45}, "slope_se": {"a": 0.01, "b": 0.02}}
+    ok = {"slope": {"a": -0.5, "b": -0.45}, "slope_se": {"a": 0.01, "b": 0.02}, "slope_df": math.inf}
     v = verdict.evaluate(c, ok)
     assert v["status"] == "PASS" and v["tests"][0]["decided_by"]["label"] == "b"   # 5 s.e. from -0.35 (a: 15)
-    one_bad = {"slope": {"a": -0.5, "b": -0.2, "c": -0.36}, "slope_se": {"a": 0.01, "b": 0.02, "c": 0.05}}
+    one_bad = {"slope": {"a": -0.5, "b": -0.2, "c": -0.36}, "slope_se": {"a": 0.01, "b": 0.02, "c": 0.05},
+               "slope_df": math.inf}
     v = verdict.evaluate(c, one_bad)
     assert v["status"] == "FAIL" and v["tests"][0]["decided_by"]["label"] == "b"
-    undecided = {"slope": {"a": -0.5, "c": -0.36}, "slope_se": {"a": 0.01, "c": 0.05}}
+    undecided = {"slope": {"a": -0.5, "c": -0.36}, "slope_se": {"a": 0.01, "c": 0.05}, "slope_df": math.inf}
     v = verdict.evaluate(c, undecided)
     assert v["status"] == "INCONCLUSIVE" and v["tests"][0]["decided_by"]["label"] == "c"
     assert "undecided" in v["why"]
@@ -183,7 +186,7 @@ def test_values_that_cannot_be_compared_are_refused(bad):
 def test_numpy_scalars_and_float32_nan():
     c = {"id": "X", "statement": "s", "all": [{"measured": "x", "op": "outside", "value": [0, 1]}]}
     assert verdict.evaluate(c, {"x": np.float32("nan"), "x_se": "exact"})["status"] == "INCONCLUSIVE"
-    assert verdict.evaluate(c, {"x": np.float64(2.0), "x_se": np.float32(0.1)})["status"] == "PASS"
+    assert verdict.evaluate(c, {"x": np.float64(2.0), "x_se": np.float32(0.1), "x_df": np.int64(9)})["status"] == "PASS"
     assert verdict.evaluate(c, {"x": np.int64(3), "x_se": "exact"})["status"] == "PASS"
 
 
@@ -201,7 +204,7 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
                "all": [{"measured": "x", "op": "<", "value": 1}]}]
     out = SimpleNamespace(json=tmp_path / "v.json", md=tmp_path / "v.md", html=tmp_path / "v.html",
                           consistency=tmp_path / "c.json")
-    vs = verdict_report.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1}, vars(out), checks=checks)  # plain paths
+    vs = verdict_report.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1, "x_df": 30}, vars(out), checks=checks)  # plain paths
     assert [v["status"] for v in vs] == ["PASS", "FAIL"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "v.html", "v.json", "v.md"]  # no temporaries
     saved = json.loads(out.json.read_text())
@@ -212,7 +215,7 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
     md = out.md.read_text()
     assert "| K2 (added after a run) | **FAIL** |" in md
     assert "* **K2**: replaced K0 after run 1" in md
-    assert "Summary: 1 PASS, 1 FAIL, 0 INCONCLUSIVE" in md             # Z1 not counted
+    assert "Summary (raw status): 1 PASS, 1 FAIL, 0 INCONCLUSIVE" in md             # Z1 not counted
     head, tail = md.split("## Consistency checks")
     assert "Z1" not in head and "| Z1 | **PASS** |" in tail
     assert "Consistency checks" in out.html.read_text()
@@ -331,19 +334,35 @@ def test_config_criteria_are_well_formed():
 
 
 def test_overview_table_counts_claims_only():
-    """The table of every verdict: one row per criterion, value +/- s.e. as in the claim's table,
-    tallies per claim; the reStructuredText version has the same rows."""
+    """The table of every verdict: one row per criterion, value +/- s.e. (df, t) as in the claim's
+    table, the family-wide status beside the raw one, tallies per claim of each; the
+    reStructuredText version has the same rows."""
     crit = [{"id": "A1", "statement": "s", "all": [{"measured": "a.b.x", "op": "<", "value": 1}]},
             {"id": "A2", "statement": "s", "all": [{"measured": "a.b.x", "op": ">", "value": 0.7}]}]
-    claims = {"c8": [verdict.evaluate(c, {"a": {"b": {"x": 0.5, "x_se": 0.1}}}) for c in crit],
+    m = {"a": {"b": {"x": 0.5, "x_se": 0.1, "x_df": math.inf}}}
+    claims = {"c8": [verdict.evaluate(c, m) for c in crit],
               "c9": [verdict.evaluate(crit[0], {"a": {"b": {"x": 2.0, "x_se": "exact"}}})]}
     md = verdict_report.overview_markdown(claims)
-    assert "| C8 | A1 | **PASS** | b.x = 0.5 +/- 0.1 | `a.b.x < 1` |" in md
-    assert "| C8 | A2 | **FAIL** | b.x = 0.5 +/- 0.1 [fails] | `a.b.x > 0.7` |" in md
-    assert "| C9 | A1 | **FAIL** | b.x = 2 (exact) [fails] | `a.b.x < 1` |" in md
+    # p by hand: A1 5 s.e. from its edge, 2 P(Z > 5) = 5.7e-7; C9's exact FAIL, 0; Holm over m = 3 at
+    # alpha = 0.0455: C9 first (level alpha / 3 = 0.015), A1 second (alpha / 2 = 0.023)
+    assert "| C8 | A1 | **PASS** | **PASS** | 5.7e-07 (0.023) | b.x = 0.5 +/- 0.1 (df inf, t 2) | `x < 1` |" in md
+    assert "| C9 | A1 | **FAIL** | **FAIL** | 0 (0.015) | b.x = 2 (exact) [fails] | `x < 1` |" in md
     assert "C8: 1 PASS, 1 FAIL, 0 INCONCLUSIVE; C9: 0 PASS, 1 FAIL, 0 INCONCLUSIVE" in md
     rst = verdict_report.overview_rst(claims)
     assert rst.count("   * - C8") == 2 and rst.count("   * - C9") == 1
+
+
+def test_threshold_of_a_criterion_with_a_precondition_is_not_garbled():
+    """The overview's threshold cell cuts each path to its last part and keeps every number whole,
+    preconditions included (README rows C3e-i showed "`05 (precondition)`": a dotted number cut)."""
+    c = next(c for c in CONFIG["c3"]["criteria"] if c["id"] == "C3e-i-isotropic")
+    m = {"fits": {"isotropic_gauss": {"D_inf_max_small_over_large": 8.0, "D_inf_max_small_over_large_se": 0.5,
+                                      "D_inf_max_small_over_large_df": 4, "D_inf_max_rel_to_theta": 0.14,
+                                      "D_inf_max_rel_to_theta_se": 0.036, "D_inf_max_rel_to_theta_df": 4}}}
+    row = verdict_report.overview_rows({"c3": [verdict.evaluate(c, m)]})[0]
+    assert row["threshold"] == ("`D_inf_max_small_over_large >= 5` (conclusive only if "
+                                "`D_inf_max_rel_to_theta < 0.05`)")
+    assert row["id"] == "C3e-i-isotropic (control)"
 
 
 @pytest.mark.parametrize("value,se,n,thr,z,expected", [

@@ -93,13 +93,14 @@ def summarize(setting: dict, msq, Ls, z: float, tilt=None, diag=None) -> tuple[l
                              kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                              L=int(L), rms_gap=float(rms[j]), rms_gap_se=float(rms_se[j]),
                              n_blocks=int(msq.shape[0])))
-        f = curves.fit(val, se, i, Ls, z, beta=pr["beta"])
+        dg = curves.estimator_diagnostics(msq[:, i, -1], 0.0 if tilt is None else float(tilt[i]),
+                                          None if diag is None else np.asarray(diag)[:, i],
+                                          pr["lambda_max"] if setting["token_kind"] == "gauss" else 0.0)
+        f = curves.fit(val, se, i, Ls, z, beta=pr["beta"], df=msq.shape[0] - 1, se_lower_bound=dg["se_lower_bound"])
         f.update(setting=setting["name"], token_kind=setting["token_kind"], probe=pr["name"],
                  kind=pr["kind"], s=pr["s"], lambda_max=pr["lambda_max"], beta=pr["beta"],
                  pred_slope=-pr["beta"], below_threshold=bool(pr["lambda_max"] < 0.5))
-        f.update(curves.estimator_diagnostics(msq[:, i, -1], 0.0 if tilt is None else float(tilt[i]),
-                                              None if diag is None else np.asarray(diag)[:, i],
-                                              pr["lambda_max"] if setting["token_kind"] == "gauss" else 0.0))
+        f.update(dg)
         fits[f"{setting['name']}/{pr['name']}"] = f
     return rows, fits
 

@@ -179,16 +179,19 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
                             f"blockrms_{k}_se": float(blockrms_jk[k][1]["curve"][i, j])})
             rows.append(row)
         f = dict(base, below_threshold=bool(pr["lambda_max"] < 0.5), pred_slope=-pr["beta"])
+        df = int(diff.shape[0]) - 1   # the jackknife over the task blocks
         heavy = pr["lambda_max"] if setting["token_kind"] == "gauss" else 0.0
         for j, k in enumerate(PARTS):
-            f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"])
             dg = None if diag is None else np.asarray(diag)[:, i][:, [j, 2]]
-            f[k].update(curves.estimator_diagnostics(np.asarray(msq[k])[:, i, -1],
-                                                     0.0 if tilt is None else float(tilt[i]), dg, heavy))
-            f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"])
-            f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"])
+            dgn = curves.estimator_diagnostics(np.asarray(msq[k])[:, i, -1],
+                                               0.0 if tilt is None else float(tilt[i]), dg, heavy)
+            f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"], df=df, se_lower_bound=dgn["se_lower_bound"])
+            f[k].update(dgn)
+            f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"], df=df)
+            f[f"blockrms_{k}"] = curves.fit(*blockrms_jk[k], i, Ls, z, beta=pr["beta"], df=df)
         fits[f"{setting['name']}/{pr['name']}"] = f
-    shallowing = {k: dict(shallowing=float(val[k]["shallowing"]), shallowing_se=float(se[k]["shallowing"]))
+    shallowing = {k: dict(shallowing=float(val[k]["shallowing"]), shallowing_se=float(se[k]["shallowing"]),
+                          shallowing_df=int(diff.shape[0]) - 1)
                   for k in PARTS if "shallowing" in val[k]}
     return rows, fits, shallowing
 
@@ -235,11 +238,9 @@ def sweep_summary(fits: dict, setting: str, shallowing: dict) -> dict:
                  dev_below_max_abs=float(np.abs(dev[below]).max()) if below.any() else float("nan"),
                  slope_above_min=float(sl[~below].min()) if (~below).any() else float("nan"))
         metrics.put(o, "dev", {f["probe"]: float(x) for f, x in zip(sw, dev)},
-                    {f["probe"]: f[k]["slope_se"] for f in sw})
-        if all("df" in f[k] for f in sw):
-            o["dev_df"] = {f["probe"]: f[k]["df"] for f in sw}
-            o["dev_se_lower_bound"] = {f["probe"]: bool(f[k]["se_lower_bound"]) for f in sw}
-        o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"))))
+                    {f["probe"]: f[k]["slope_se"] for f in sw}, {f["probe"]: f[k]["slope_df"] for f in sw})
+        o["dev_se_lower_bound"] = {f["probe"]: bool(f[k]["se_lower_bound"]) for f in sw}
+        o.update(shallowing.get(k, dict(shallowing=float("nan"), shallowing_se=float("nan"), shallowing_df=1)))
         out[k] = o
     return out
 
@@ -300,7 +301,7 @@ def trajectory_fit(along: AlongTrajectory, z: float = 2.0) -> dict:
     val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
     out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs))
     for k in ("U", "v", "full"):
-        out[k] = curves.fit(val[k], se[k], (), Ls, z)
+        out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
     return out
 

@@ -85,6 +85,16 @@ def _offblock_max_along(t: Trajectory) -> float:
 # C3d: how fast the off-block mass grows at the end of training (runs without pair summation)
 RATE_RECORDS = 6       # the last 6 records: steps T - 100 .. T at record_every = 20
 RATE_FLOOR = 1.0e-14   # rounding level: a unit parameter's last ~45 ulps (the paired runs: exactly 0)
+GROW_RATE = 1.0e-3     # C3d: a run "grows" when its peak rate exceeds this (an e-fold per 1000 steps)
+
+
+def grow_fraction(n_grow: int, n: int) -> tuple[float, float]:
+    """Agresti-Coull ("plus four") estimate of a binomial probability from ``n_grow`` of ``n`` and its
+    standard error: ``p = (k + 2) / (n + 4)``, ``se = sqrt(p (1 - p) / (n + 4))`` (never 0, so
+    0 of n seeds still carries an error).  The interval ``p +/- z se`` is calibrated on the normal
+    law (its width comes from the binomial, not from a sample variance): its df is ``"inf"``."""
+    p = (n_grow + 2.0) / (n + 4.0)
+    return float(p), float(np.sqrt(p * (1.0 - p) / (n + 4.0)))
 
 
 def growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> float:
@@ -193,7 +203,7 @@ def _mean_se(values) -> tuple[float, float]:
     return metrics.seed_mean(v) if v.shape[0] >= 2 else (float(v.mean()), float("nan"))
 
 
-def offblock_summary(per_seed: list[dict], infos: list[dict]) -> dict:
+def offblock_summary(per_seed: list[dict], infos: list[dict], grow_rate: float = GROW_RATE) -> dict:
     """C3d's numbers.
 
     Paired runs (antithetic partners summed first): ``limit_max`` / ``softmax_max``, the largest
@@ -204,7 +214,9 @@ def offblock_summary(per_seed: list[dict], infos: list[dict]) -> dict:
     run, also where the mass grew and saturated before the end: :func:`offblock_growth`), ``final`` /
     ``limit_final`` (final mass, the seed log's quantity); for display the maxima over every run
     (``limit_max``, ``softmax_max``, ``*_along``: over the recorded iterates too) and ``runs``, one
-    line per run whose mass grows or ends above 1e-12."""
+    line per run whose mass grows or ends above 1e-12; C3d's statistic: ``n_grow`` (seeds whose
+    peak rate exceeds ``grow_rate``) and ``grow_frac`` (:func:`grow_fraction`, with its standard
+    error, read at the normal quantile: df ``"inf"``)."""
     out = {"limit_max": max(max(i["offblock_inf_U"], i["offblock_inf_v"]) for i in infos),
            "softmax_max": max(max(r["offblock_U"], r["offblock_v"]) for r in per_seed)}
     out["limit_max_se"] = out["softmax_max_se"] = metrics.EXACT
@@ -224,13 +236,21 @@ def offblock_summary(per_seed: list[dict], infos: list[dict]) -> dict:
         g["final"].append(max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]))
         g["rate"].append(r["offblock_seed_order_rate"])
         g["peak_rate"].append(r["offblock_seed_order_peak_rate"])
-    so = {"rate": {}, "rate_se": {}, "peak_rate": {}, "peak_rate_se": {}, "limit_final": {}, "limit_final_se": {},
-          "final": {}, "final_se": {}, "n_seed": {k: len(g["rate"]) for k, g in groups.items()}}
+    so = {"rate": {}, "rate_se": {}, "rate_df": {}, "peak_rate": {}, "peak_rate_se": {}, "peak_rate_df": {},
+          "limit_final": {}, "limit_final_se": {},
+          "final": {}, "final_se": {}, "n_seed": {k: len(g["rate"]) for k, g in groups.items()},
+          "n_grow": {}, "grow_frac": {}, "grow_frac_se": {}, "grow_frac_df": {}, "grow_rate": float(grow_rate)}
     for key, g in groups.items():
+        n = len(g["peak_rate"])
+        so["n_grow"][key] = int(np.sum(np.asarray(g["peak_rate"], dtype=np.float64) > grow_rate))
+        so["grow_frac"][key], so["grow_frac_se"][key] = grow_fraction(so["n_grow"][key], n)
+        so["grow_frac_df"][key] = "inf"   # Agresti-Coull: a normal-law interval
         so["rate"][key], so["rate_se"][key] = _mean_se(g["rate"])
         so["peak_rate"][key], so["peak_rate_se"][key] = _mean_se(g["peak_rate"])
+        so["rate_df"][key] = so["peak_rate_df"][key] = n - 1
         fin = "limit_final" if key.endswith("linear(inf)") else "final"
         so[fin][key], so[fin + "_se"][key] = _mean_se(g["final"])
+        so.setdefault(fin + "_df", {})[key] = n - 1
     fin = [max(r["offblock_seed_order_U"], r["offblock_seed_order_v"]) for r in per_seed]
     so.update({
         "limit_max": max(max(i["offblock_seed_order_inf_U"], i["offblock_seed_order_inf_v"]) for i in infos),
@@ -276,9 +296,11 @@ def fit_block(rows_by_seed: list[list[dict]], label: str, z: float) -> dict:
     delete-one-seed jackknife (NaN with one seed).  Also: ``slope_<k>_ols_se`` (the OLS
     residual error over the nested L the seed log printed: not a standard error of the slope, for
     the digits comparison only), ``n_increases_<k>`` (the seed log's count of increases of the mean
-    curve) and ``n_sig_increases_<k>`` (the trend test: increases larger than ``z`` times their own
-    jackknife standard error, :func:`softlin.metrics.n_significant`; at ``z = 0`` the plain count),
-    both deterministic functions of the data (``exact``)."""
+    curve, exact: read at ``z = 0`` only) and ``n_sig_increases_<k>`` (the trend test, a random
+    count: the rises of the mean curve with their jackknife errors, :func:`softlin.metrics.put_count`,
+    judged by the decision rule: for a PASS a rise counts unless it is significantly negative, for a
+    FAIL only where significantly positive; at ``z = 0`` the plain count).  Every error carries
+    ``<name>_df = n - 1``.  ``z`` is kept for callers."""
     n = len(rows_by_seed)
     Ls = [r["L"] for r in rows_by_seed[0]]
     logL = np.log10(Ls)
@@ -296,17 +318,16 @@ def fit_block(rows_by_seed: list[list[dict]], label: str, z: float) -> dict:
         se = metrics._tree_map(lambda x: np.full_like(np.asarray(x, dtype=np.float64), np.nan)
                                if np.ndim(x) else float("nan"), val)
     out = dict(config=label, n_seed=n, seeds=[int(rows[0]["seed"]) for rows in rows_by_seed], L=[int(L) for L in Ls])
+    df = n - 1  # the delete-one-seed jackknife (0 with one seed: its errors are NaN, nothing to read)
     for k in FITTED:
         mean = np.asarray(arrays[FITTED.index(k)]).mean(axis=0)
         out[f"slope_{k}_ols_se"] = metrics.ols_slope(logL, np.log10(np.maximum(mean, 1e-300)))[1]
         metrics.put(out, f"n_increases_{k}", metrics.n_increases(mean), metrics.EXACT)
         diff, diff_se = np.asarray(val.pop(f"diff_{k}")), np.asarray(se.pop(f"diff_{k}"))
-        if n < 2 and z == 0:
-            diff_se = np.zeros_like(diff)  # the point-estimate rule reads no error
-        metrics.put(out, f"n_sig_increases_{k}", metrics.n_significant(diff, diff_se, z), metrics.EXACT)
+        metrics.put_count(out, f"n_sig_increases_{k}", diff, diff_se, df)
         out[f"diff_{k}"], out[f"diff_{k}_se"] = diff.tolist(), diff_se.tolist()
     for k, v in val.items():
-        metrics.put(out, k, v, se[k])
+        metrics.put(out, k, v, se[k], df)
     return out
 
 
@@ -363,7 +384,9 @@ def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: flo
     extra = [k + s for k in SEED_ORDER_AVERAGED if averaged and k in averaged[0] for s in ("", "_sem")]
     table = [{rename.get(k, k): row[k] for k in TABLE_COLUMNS + tuple(extra)} for row in averaged]
     per_seed_out = [{(col if k == "R_pop_at_eval" else k): v for k, v in row.items()} for row in per_seed]
-    metrics_out = {"fits": fits, "infos": infos, "offblock": offblock_summary(per_seed, infos),
+    metrics_out = {"fits": fits, "infos": infos,
+                   "offblock": offblock_summary(per_seed, infos, (rate or {}).get("grow_rate", GROW_RATE)),
                    "protocol": protocol, "L": Ls, "z": z,
-                   "offblock_rate": {"records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else dict(rate)}
+                   "offblock_rate": {"records": RATE_RECORDS, "floor": RATE_FLOOR, "grow_rate": GROW_RATE}
+                   if rate is None else dict(rate)}
     return {"table": table, "per_seed": per_seed_out, "metrics": metrics_out}

@@ -33,19 +33,20 @@ def replication_needed(verdicts: list[dict], metrics: dict, z: float) -> list[di
         # a precondition that fails makes the criterion INCONCLUSIVE whatever its main tests say
         blocked = any(r["outcome"] == "fails" for r in v["preconditions"])
         for r in ([] if blocked else v["tests"]) + v["preconditions"]:
-            if r["outcome"] != "undecided" or r.get("exact"):
+            if r["outcome"] != "undecided" or r.get("exact") or "count" in r:
                 continue
             vals, ses = r["value"], r.get("se")
             entries = vals.items() if isinstance(vals, dict) else [(None, vals)]
             worst = None
             for lab, x in entries:
                 s = ses[lab] if isinstance(ses, dict) else ses
+                m = r["multiplier"][lab] if isinstance(r["multiplier"], dict) else r["multiplier"]
                 n = _n_seed_of(metrics, r["measured"], lab)
                 if n is None or s is None or not np.isfinite(s) or not np.isfinite(x):
                     continue
-                if verdict.decide(r["op"], r["threshold"], x, s, z)[0] != "undecided":
+                if verdict.decide(r["op"], r["threshold"], x, s, m)[0] != "undecided":
                     continue
-                need = verdict.replication_to_decide(x, s, n, r["threshold"], z)
+                need = verdict.replication_to_decide(x, s, n, r["threshold"], z, t_law=True)
                 if worst is None or need > worst["needed"]:
                     worst = dict(id=v["id"], measured=r["measured"], label=lab, value=x, se=s, n_seed=n, needed=need)
             if worst is not None:
@@ -60,8 +61,9 @@ def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
     need = replication_needed(verdicts, metrics, z)
     if need:
         lines += ["## What would decide the undecided tests", "",
-                  f"Seeds per setting for `value +/- {z:g} se` to clear the threshold, from the standard "
-                  "error's `1/sqrt(n)` scaling across seeds (an estimate: the value itself moves with more seeds).", "",
+                  "Seeds per setting for `value +/- t se` to clear the threshold (t the Student quantile at "
+                  f"the level of +/- {z:g} with n - 1 degrees of freedom), from the standard error's `1/sqrt(n)` "
+                  "scaling across seeds (an estimate: the value itself moves with more seeds).", "",
                   "| criterion | measured | value +/- se | seeds now | seeds needed |", "|---|---|---|---|---|"]
         lines += [f"| {r['id']} | `{r['measured']}`{'' if r['label'] is None else ' [' + r['label'] + ']'} "
                   f"| {r['value']:.4g} +/- {r['se']:.2g} | {r['n_seed']} | "
@@ -78,9 +80,11 @@ def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
                   f"mass: softmax {so['softmax_max']:.2g}, linear(inf) {so['limit_max']:.2g}. Runs whose mass "
                   "grew or ends above 1e-12:", ""]
         lines += [f"* {x}" for x in so["runs"]] or ["* none"]
-        lines += ["", "Where one seed of n is unstable at an L and the others stay at rounding level, the seed "
-                  "mean equals its standard error (x / n +/- x / n), so the seeds-needed estimate above is "
-                  "4 n whatever n: the test decides once unstable draws recur (FAIL: the mean rate is then "
-                  "positive beyond 2 se) or stay rare enough for the mean to be 0."]
+        grow = so.get("n_grow", {})
+        lines += ["", f"C3d reads, per (setting, L), the fraction of seeds whose peak rate exceeds "
+                  f"{so.get('grow_rate', 0):g} per step (Agresti-Coull estimate (k + 2) / (n + 4) with its binomial "
+                  "standard error; the mean of rates floored at 0 it replaced had value = s.e. with one growing "
+                  "seed). Seeds that grow: " + (", ".join(f"{k}: {v} of {so['n_seed'][k]}"
+                                                        for k, v in grow.items() if v) or "none")]
         lines.append("")
     return "\n".join(lines) + ("\n" if lines else "")

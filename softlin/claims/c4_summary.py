@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics, verdict
+from .. import metrics, student, verdict
 from .c4 import Setting
 from .c4_boundary import boundary_kind
 
@@ -93,7 +93,8 @@ def aggregate(summaries: dict, alpha_rows: list[dict]) -> dict:
     for k in list(out):
         out[k + "_se"] = metrics.EXACT
     metrics.put(out, "ntasks_slope", {x["setting"]: x["ntasks_slope"] for x in s},
-                {x["setting"]: x["ntasks_slope_se"] for x in s})
+                {x["setting"]: x["ntasks_slope_se"] for x in s},
+                {x["setting"]: x["ntasks_n_seed"] - 1 for x in s})  # jackknife over the seeds
     if all("alpha_c_ratio" in x for x in s):
         metrics.put(out, "alpha_c_ratio", {x["setting"]: x["alpha_c_ratio"] for x in s}, metrics.EXACT)
         out["alpha_c_found"] = {x["setting"]: x["alpha_c_found"] for x in s}
@@ -133,9 +134,10 @@ def ntasks_md(summaries: dict, band, z: float) -> str:
              "|---|---|---|---|---|"]
     for x in summaries.values():
         v, se, n = x["ntasks_slope"], x["ntasks_slope_se"], x["ntasks_n_seed"]
-        lo, hi = v - z * se, v + z * se
+        m = student.multiplier(z, n - 1) if z > 0 else 0.0
+        lo, hi = v - m * se, v + m * se
         decided = (band[0] <= lo and hi <= band[1]) or hi < band[0] or lo > band[1]
-        need = "decided" if decided else f"{verdict.replication_to_decide(v, se, n, band, z):.0f}"
+        need = "decided" if decided else f"{verdict.replication_to_decide(v, se, n, band, z, t_law=True):.0f}"
         lines.append(f"| {x['label']} | {v:.4g} | {se:.3g} | {n} | {need} |")
     return "\n".join(lines) + "\n"
 

@@ -70,9 +70,10 @@ def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
     does not exceed by more than ``reference_tol`` (relative), compared with ``risk`` (the final
     training loss if None).
 
-    Two tests, each decided by the project's rule at ``z`` (``z = 0``: the point estimate), holds /
+    Two tests, each decided by the project's rule at ``z`` (``z = 0``: the point estimate; the
+    multiplier the Student quantile at the errors' degrees of freedom), holds /
     fails / undecided: *within reference*, ``risk - (1 + tol) reference <= 0`` (``over_reference``:
-    its value and paired standard error over the test prompts; else exact), the test of convergence;
+    its value, paired standard error over the test prompts and degrees of freedom; else exact), the test of convergence;
     *flat*, ``drop < max_rel_drop``, a guard against a run still falling, which counts only where it
     fails (the data show a fall of more than max_rel_drop).  ``status``: unconverged if either test
     fails, converged if within reference holds (and flat does not fail), else undecided.
@@ -91,15 +92,21 @@ def run_convergence(loss, loss_step, conv: dict, risk: float | None = None,
            "rel_drop_end_se": drop_se, "n_window": int(yw.size)}
     if x_learning is not None:
         out["rel_drop_learning"], out["rel_drop_learning_se"] = end_drop(loss, conv["window_frac"], x_learning, se=True)
-    flat = verdict.decide("<", conv["max_rel_drop"], drop, drop_se, z)[0]
+    from .. import student
+    out["rel_drop_end_df"] = int(yw.size) - 1   # the jackknife over the window's log points
+    flat = verdict.decide("<", conv["max_rel_drop"], drop, drop_se,
+                          student.multiplier(z, out["rel_drop_end_df"]) if z > 0 else 0.0)[0]
     out["flat"] = flat
     within = "holds"
     if reference is not None:
         r = out["final"] if risk is None else float(risk)
         out.update(reference=float(reference), risk=r, risk_over_reference=r / reference)
-        v, se = over_reference if over_reference is not None else (r - (1 + conv["reference_tol"]) * reference, None)
+        v, se, df = over_reference if over_reference is not None else (r - (1 + conv["reference_tol"]) * reference, None, None)
         out["risk_minus_tol_reference"], out["risk_minus_tol_reference_se"] = float(v), se
-        within = verdict.decide("<=", 0.0, float(v), se, z)[0]
+        if df is not None:
+            out["risk_minus_tol_reference_df"] = int(df)
+        m = student.multiplier(z, df) if (z > 0 and se is not None) else 0.0
+        within = verdict.decide("<=", 0.0, float(v), se, m)[0]
         out["within_reference"] = within
     out["status"] = ("unconverged" if "fails" in (flat, within) else "converged" if within == "holds"
                      else "undecided")

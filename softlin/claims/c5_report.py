@@ -20,7 +20,10 @@ def replication_needed(criteria: list[dict], metrics: dict, z: float, n: int, un
                 continue
             d = r["decided_by"]
             se, x = d["se"], d["value"]
-            need = (verdict.replication_to_decide(x, se, n, t["value"], z)
+            if "count" in r:
+                lines.append(f"* {c['id']}: `{t['measured']}` undecided ({d['reason']}); no replication estimate")
+                continue
+            need = (verdict.replication_to_decide(x, se, n, t["value"], z, t_law=True)
                     if se and math.isfinite(x) else math.inf)
             if math.isinf(need):
                 lines.append(f"* {c['id']}: `{t['measured']}` undecided ({d['reason']}); no replication estimate")

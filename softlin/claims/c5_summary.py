@@ -56,23 +56,24 @@ def claim_metrics(R, Ls, noise: float, gap_constant: float | None = None) -> dic
 NESTED = ("softmax", "linear")
 
 
-def with_se(value: dict, se: dict) -> dict:
-    """``value`` with every quantity's standard error beside it (``name_se``; nested for softmax/linear)."""
+def with_se(value: dict, se: dict, df: int) -> dict:
+    """``value`` with every quantity's standard error and its degrees of freedom ``df`` beside it
+    (``name_se``, ``name_df``; nested for softmax/linear)."""
     out = {}
     for k, v in value.items():
         if k in NESTED:
-            out[k] = with_se(v, se[k])
+            out[k] = with_se(v, se[k], df)
         else:
-            out[k], out[f"{k}_se"] = v, se[k]
+            metrics.put(out, k, v, se[k], df)
     return out
 
 
 def jackknifed_metrics(tables, Ls, noise: float, gap_constant: float | None = None) -> dict:
     """:func:`claim_metrics` of the mean of ``tables`` (n_rep, n_L, n_pred: independent replicates of
     equal weight, blocks of test prompts or seeds) with delete-one jackknife standard errors."""
-    value, se = metrics.jackknife(lambda t: claim_metrics(np.mean(t, axis=0), Ls, noise, gap_constant),
-                                  np.asarray(tables, dtype=float))
-    return with_se(value, se)
+    tables = np.asarray(tables, dtype=float)
+    value, se = metrics.jackknife(lambda t: claim_metrics(np.mean(t, axis=0), Ls, noise, gap_constant), tables)
+    return with_se(value, se, metrics.replicate_df(tables))
 
 
 def prediction(cfg: dict) -> dict | None:
@@ -86,11 +87,11 @@ def prediction(cfg: dict) -> dict | None:
     return first_order_gap(task.sigma_prompt, task.sigma_query, task.noise_var, task.w_var)
 
 
-def _over_reference(blocks, i: int, m: str, tol: float) -> tuple[float, float]:
-    """Paired (value, se) of R_m - (1 + tol) R_m_ref at L index ``i`` over the test blocks."""
+def _over_reference(blocks, i: int, m: str, tol: float) -> tuple[float, float, int]:
+    """Paired (value, se, df) of R_m - (1 + tol) R_m_ref at L index ``i`` over the test blocks."""
     col = {p: k for k, p in enumerate(PREDICTORS)}
     d = blocks[:, i, col[m]] - (1 + tol) * blocks[:, i, col[f"{m}_ref"]]
-    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)), d.size - 1
 
 
 def summarize(rows: list[dict], losses: dict, loss_step, cfg: dict, init_seeds: dict | None = None,

@@ -45,8 +45,18 @@ def shape(Ls, curve) -> dict:
 
 def jackknife_shape(Ls, blocks, reduce):
     """``(value, se)`` of :func:`shape` of ``reduce(blocks)`` (the curve from the blocks on the
-    leading axis), jackknifed over the blocks."""
-    return metrics.jackknife(lambda b: shape(Ls, reduce(b)), blocks)
+    leading axis), jackknifed over the blocks; with 3 or more blocks also ``last_over_se``, the last
+    point over its own jackknife s.e. (a signal-to-noise ratio, random: its s.e. is the outer
+    jackknife's, the inner s.e. recomputed on every delete-one replicate)."""
+    n = np.shape(blocks)[0]
+
+    def stat(b):
+        out = shape(Ls, reduce(b))
+        if n >= 3:
+            inner = metrics.jackknife(lambda bb: np.asarray(reduce(bb))[..., -1], b)[1]
+            out["last_over_se"] = np.asarray(out["last"]) / np.maximum(inner, 1e-300)
+        return out
+    return metrics.jackknife(stat, blocks)
 
 
 def rms(msq):
@@ -54,30 +64,39 @@ def rms(msq):
     return np.sqrt(np.mean(msq, axis=0))
 
 
-def fit(val: dict, se: dict, idx, Ls, z: float, beta: float | None = None) -> dict:
-    """One curve's fit (entry ``idx`` of :func:`jackknife_shape`'s arrays) with its standard errors:
-    slopes, ratio, last value; ``n_increases``: the doublings where the curve rises by more than
-    ``z`` times the jackknife standard error of that rise (a deterministic function of the data and
-    ``z``, marked exact); ``n_increases_raw``: every rise (diagnostic);
-    ``slope_plus_beta = slope + beta`` when ``beta`` is given."""
+def fit(val: dict, se: dict, idx, Ls, z: float, beta: float | None = None, df=None,
+        se_lower_bound: bool = False) -> dict:
+    """One curve's fit (entry ``idx`` of :func:`jackknife_shape`'s arrays) with its standard errors
+    and their degrees of freedom ``df`` (blocks - 1): slopes, ratio, last value; ``n_increases``:
+    the count of rises, read with each rise's interval (:func:`softlin.metrics.put_count`: a PASS
+    counts every rise not significantly below 0); ``n_increases_raw``: every rise (diagnostic);
+    ``last_over_se`` where :func:`jackknife_shape` gave it; ``slope_plus_beta = slope + beta`` when
+    ``beta`` is given.  ``se_lower_bound``: the errors are known to be lower bounds (heavy tails:
+    docs/c1c2_uncertainty.md), flagged ``<name>_se_lower_bound`` beside every non-exact quantity, so
+    none of them can grant a PASS.  ``z`` is kept for callers (the count is judged by the rule)."""
+    if df is None:
+        raise ValueError("curves.fit needs df, the degrees of freedom of the standard errors (n_blocks - 1)")
+
     def g(d, k):
         return np.asarray(d[k])[idx]
     curve, curve_se = g(val, "curve"), g(se, "curve")
     up = metrics.upper_half(Ls)
     out = dict(fit_L=[int(L) for L in np.asarray(Ls)[up]],
                slope_se_ols=metrics.fit_slope(Ls, curve, up)[1])
-    for k in ("slope", "slope_full", "slope_last4", "ratio", "first", "last"):
+    for k in ("slope", "slope_full", "slope_last4", "ratio", "first", "last", "last_over_se"):
         if k in val:
-            metrics.put(out, k, float(g(val, k)), float(g(se, k)))
+            metrics.put(out, k, float(g(val, k)), float(g(se, k)), df)
     diffs, diffs_se = g(val, "diffs"), g(se, "diffs")
-    metrics.put(out, "n_increases", metrics.n_significant(diffs, diffs_se, z), EXACT)
+    metrics.put_count(out, "n_increases", diffs, diffs_se, df)
     out["n_increases_raw"] = int(np.sum(diffs > 0))
     rel = curve_se / curve
     metrics.put(out, "rel_se_max", float(rel.max()), EXACT)
     out["rel_se_last"] = float(rel[-1])
-    metrics.put(out, "last_over_se", float(curve[-1] / max(float(curve_se[-1]), 1e-300)), EXACT)
     if beta is not None:
-        metrics.put(out, "slope_plus_beta", out["slope"] + beta, out["slope_se"])
+        metrics.put(out, "slope_plus_beta", out["slope"] + beta, out["slope_se"], df)
+    if se_lower_bound:
+        for k in [k[:-3] for k in out if k.endswith("_df")]:
+            out[k + "_se_lower_bound"] = True
     return out
 
 
@@ -92,17 +111,22 @@ def mapping(fits: dict, key: str) -> tuple[dict, dict]:
 
 
 def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
-    """``out[name]``, ``out[name + "_se"]`` from :func:`mapping` (``"exact"`` if every se is); beside an
-    estimated se, from the fits' :func:`estimator_diagnostics`, ``out[name + "_df"]`` (independent
-    replicates - 1) and ``out[name + "_se_lower_bound"]`` (the se is a lower bound: no PASS on it)."""
-    v, s = mapping(fits, key)
-    if s and all(x == EXACT for x in s.values()):
-        s = EXACT
-    metrics.put(out, name, v, s)
-    if s != EXACT and fits and all("df" in f for f in fits.values()):
-        out[name + "_df"] = {k: f["df"] for k, f in fits.items()}
-        out[name + "_se_lower_bound"] = {k: bool(f["se_lower_bound"]) for k, f in fits.items()}
-    return out
+    """``out[name]`` with what the rule reads beside it, each a mapping ``{label: fit[...]}``:
+    ``_se`` (``"exact"`` if every se is), ``_df``, a count's ``_rises`` / ``_rises_se``, and
+    ``_se_lower_bound`` where a fit carries it."""
+    if fits and all(key + "_rises" in f for f in fits.values()):
+        metrics.put_count(out, name, {k: f[key + "_rises"] for k, f in fits.items()},
+                          {k: f[key + "_rises_se"] for k, f in fits.items()},
+                          {k: f[key + "_df"] for k, f in fits.items()})
+    else:
+        v, s = mapping(fits, key)
+        if s and all(x == EXACT for x in s.values()):
+            s, df = EXACT, None
+        else:
+            df = {k: f[key + "_df"] for k, f in fits.items()}
+        metrics.put(out, name, v, s, df)
+    if any(key + "_se_lower_bound" in f for f in fits.values()):
+        out[name + "_se_lower_bound"] = {k: bool(f.get(key + "_se_lower_bound", False)) for k, f in fits.items()}
 
 
 def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float) -> dict:
@@ -133,8 +157,9 @@ SE_NOTE = (
     "Every slope, ratio and rise is recomputed on each delete-one replicate of the independent task "
     "blocks and its standard error is the jackknife's (the prompt lengths are nested, so OLS residuals "
     "over L are no standard error; the OLS value is kept in the metrics as `slope_se_ols`, often 2x "
-    "smaller). An increase counts only where the rise exceeds z of its own jackknife standard errors "
-    "(a deterministic count, `exact`). Caveat: the variance of a block's mean squared gap is finite only "
+    "smaller). For a PASS a rise counts unless its interval lies wholly below 0, for a FAIL only "
+    "where it lies wholly above (the count is random: it is read with the rises' own intervals). "
+    "Caveat: the variance of a block's mean squared gap is finite only "
     "for lambda_max(M) < 1/4 (it involves E[exp(2 s)], docs/maths.md#threshold); at probes beyond 1/4 "
     "the jackknife standard error is itself a noisy, optimistic estimate, so decisions there rest on "
     "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
@@ -165,16 +190,17 @@ def estimator_markdown(fits: dict, parts=(None,)) -> str:
 
 
 def needed(verdicts: list[dict], units) -> list[dict]:
-    """For every undecided test entry (value +/- z se straddling its threshold): the replication
-    that would decide it at the present estimate, from se ~ 1/sqrt(n):
-    ``n_needed = ceil(n (z se / |value - threshold|)^2)``.  ``units(path)`` gives ``(n, unit)``,
+    """For every undecided test entry (value +/- t se straddling its threshold, ``t`` the entry's
+    multiplier): the replication that would decide it at the present estimate, from se ~ 1/sqrt(n)
+    and the Student multiplier at ``n_needed - 1`` df (:func:`softlin.verdict.replication_to_decide`
+    with ``t_law``; at least ``ceil(n (z se / |value - threshold|)^2)``).  ``units(path)`` gives ``(n, unit)``,
     the replication behind the value at ``path``.  One row per undecided entry."""
     out = []
     for v in verdicts:
         for t in v["tests"] + v.get("preconditions", []):
-            if t["outcome"] != "undecided" or t.get("exact"):
+            if t["outcome"] != "undecided" or t.get("exact") or "count" in t:
                 continue
-            z = t["z"]
+            z, mult = t["z"], t["multiplier"]
             x, s = t["value"], t.get("se")
             entries = ([(k, x[k], s[k] if isinstance(s, dict) else s) for k in x] if isinstance(x, dict)
                        else [(None, x, s)])
@@ -182,10 +208,11 @@ def needed(verdicts: list[dict], units) -> list[dict]:
             for label, xv, sv in entries:
                 if sv is None or isinstance(sv, str):
                     continue
-                outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, z)
+                m = mult[label] if isinstance(mult, dict) else mult
+                outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, m)
                 if outcome != "undecided":
                     continue
-                need = verdict.replication_to_decide(xv, sv, n, t["threshold"], z)
+                need = verdict.replication_to_decide(xv, sv, n, t["threshold"], z, t_law=True)
                 n_need = need if math.isinf(need) else math.ceil(need)
                 out.append(dict(id=v["id"], measured=t["measured"], label=label, value=xv, se=sv,
                                 threshold=t["threshold"], op=t["op"], n=n, unit=unit, n_needed=n_need,
@@ -199,8 +226,9 @@ def needed_markdown(rows_: list[dict]) -> str:
         return ""
     lines = ["## Replication needed to decide the undecided tests", "",
              "At the present estimate, with the standard error shrinking as 1/sqrt(n) (n the independent "
-             "replicates behind it), a test decides once z se < |value - threshold|: "
-             "n_needed = ceil(n (z se / |value - threshold|)^2).", "",
+             "replicates behind it), a test decides once t se < |value - threshold| (t the rule's Student "
+             "quantile at n_needed - 1 degrees of freedom): the smallest such n_needed, at least "
+             "ceil(n (z se / |value - threshold|)^2).", "",
              "| criterion | measured | value +/- se | threshold | n now | n needed (x now) |",
              "|---|---|---|---|---|---|"]
     for r in rows_:

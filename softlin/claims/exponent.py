@@ -61,11 +61,13 @@ def summarize(setting: dict, fits: dict, msq, Ls, kappas) -> dict:
         lo_fits[pr["name"]] = dict(f, above_low=f["slope"] - lo)
         hi_fits[pr["name"]] = dict(f, above_high=f["slope"] - hi)
         lo_fits[pr["name"]]["above_low_se"] = hi_fits[pr["name"]]["above_high_se"] = f["slope_se"]
+        lo_fits[pr["name"]]["above_low_df"] = hi_fits[pr["name"]]["above_high_df"] = f["slope_df"]
+        lo_fits[pr["name"]]["above_low_se_lower_bound"] = hi_fits[pr["name"]]["above_high_se_lower_bound"] = \
+            bool(f.get("slope_se_lower_bound", False))
     curves.put_mapping(out, "above_low", lo_fits, "above_low")
     curves.put_mapping(out, "above_high", hi_fits, "above_high")
     first, last = probes[0], probes[-1]
     val, se = metrics.jackknife(lambda b: float(np.diff(curves.shape(Ls, curves.rms(b[:, [first, last]]))["slope"])[0]),
                                 np.asarray(msq))
-    metrics.put(out, "shallowing", val, se)
-    out["shallowing_df"] = int(np.asarray(msq).shape[0]) - 1
+    metrics.put(out, "shallowing", val, se, int(np.asarray(msq).shape[0]) - 1)
     return out

@@ -80,8 +80,8 @@ METRICS: dict[str, list[str]] = {
         f"fits.{{c3_fit}}.{_C3_FIT}",
         "offblock.{limit_max,softmax_max}",
         "offblock.seed_order.{limit_max,softmax_max,limit_max_along,softmax_max_along,softmax_above_1e-12,runs}",
-        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed}",
-        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed}.*",
+        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed,n_grow,grow_frac}",
+        "offblock.seed_order.{rate,peak_rate,limit_final,final,n_seed,n_grow,grow_frac}.*",
         "seed_log.{n_compared,n_mismatch,outcome_n_differ}",
         "L", "L.*", "protocol.*", "protocol.eval.*",
     ],
@@ -109,6 +109,9 @@ METRICS: dict[str, list[str]] = {
     ],
 }
 SE = "_se"  # every leaf X may also be named X_se (its standard error), where the metrics define one
+# ... and what the decision rule reads beside it (softlin/verdict.py): degrees of freedom, a count's
+# rises and their errors, the flag of an error known to be a lower bound
+SIBLINGS = (SE, "_df", "_rises", "_rises_se", "_se_lower_bound")
 
 
 def _probe_present(claim: str):
@@ -262,7 +265,7 @@ def compile_patterns(claim: str, cfg: dict) -> list[re.Pattern]:
     out = []
     for pattern in METRICS[claim]:
         segs = [_segment_regex(s, values) for s in _split(pattern)]
-        segs[-1] = f"(?:{segs[-1]})(?:{re.escape(SE)})?"
+        segs[-1] = f"(?:{segs[-1]})(?:{'|'.join(re.escape(x) for x in SIBLINGS)})?"
         out.append(re.compile(r"\.".join(segs)))
     return out
 
