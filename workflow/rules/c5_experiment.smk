@@ -342,6 +342,49 @@ rule c5_confirm:
         [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_CONFIRM],
 
 
+# --------------------------------------------------------------------------- S7's limit (target c5_limit)
+# docs/c5_limit.md: the reference family's gap x L by Monte Carlo (no training) and K of
+# gap x L = K - a/L - b/L^2 per replicate, for the family and for the committed trained replicates.
+C5_LIMIT_SETS = {k: v for k, v in (("exploratory", "docs/c5_replicates/c5_replicates_risks.csv"),
+                                   ("confirmatory", "docs/c5_confirm/c5_confirm_risks.csv"))
+                 if Path(workflow.basedir, v).exists()}
+
+
+rule c5_limit_family:
+    """Monte Carlo of the reference family at every c5.limit.L: member c* and linear optimum paired, best member."""
+    input:
+        code=code_inputs("c5_limit_family.py"),
+    output:
+        json="results/c5_limit/family.json",
+    params:
+        cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
+    threads: 1
+    log:
+        logfile("c5", "limit_family"),
+    script:
+        "../scripts/c5_limit_family.py"
+
+
+rule c5_limit:
+    """Target: K with its t interval for the family and the trained replicates against S7's 14.30; page and figure."""
+    input:
+        family="results/c5_limit/family.json",
+        tables=list(C5_LIMIT_SETS.values()),
+        code=code_inputs("c5_limit.py"),
+    output:
+        json="results/c5_limit/c5_limit.json",
+        md="results/c5_limit/c5_limit.md",
+        png="figures/c5_limit.png",
+    params:
+        sets=list(C5_LIMIT_SETS),
+        limit=C5["limit"],
+        z=config["decision"]["z"],
+    log:
+        logfile("c5", "limit"),
+    script:
+        "../scripts/c5_limit.py"
+
+
 localrules:
     c5,
     c5_replicates,
