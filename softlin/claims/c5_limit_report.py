@@ -69,22 +69,26 @@ def page(res: dict) -> str:
     a = res["family_at_Lmax"]
     lines += ["", f"The family's gap x L at the largest L = {a['L']}: **{_pm(a['gap_L'], a['gap_L_se'])}** "
               f"({res['n_blocks']} blocks of {res['block_prompts']} prompts, df {a['df']}, seed {res['seed']}).", "",
-              "Per L (mean +/- s.e.; family: over blocks; trained: over seeds). The linear optimum's Monte Carlo "
-              "L x excess is checked against S6's exact value (last two columns).", ""]
+              "Per L (mean +/- s.e.; family: over blocks; trained: over seeds; trained - best member: independent "
+              "sources, s.e.s combined in quadrature). The linear optimum's Monte Carlo L x excess is checked "
+              "against S6's exact value (last two columns).", ""]
     names = list(res["trained"])
     lines += ["| L | family member c* gap x L | family best member gap x L | "
               + " | ".join(f"trained ({n}) gap x L" for n in names)
+              + "".join(f" | trained ({n}) - best member" for n in names)
               + " | member c* L x excess | linear L x excess (MC) | linear (S6 exact) |",
-              "|---" * (6 + len(names)) + "|"]
+              "|---" * (6 + 2 * len(names)) + "|"]
     best = dict(zip(f["scan_L"], zip(f["best_gap_L"], f["best_gap_L_se"])))
     for i, L in enumerate(f["L"]):
-        tr = []
+        tr, dif = [], []
         for n in names:
             t = res["trained"][n]
             j = t["L"].index(L) if L in t["L"] else None
             tr.append("-" if j is None else _pm(t["gap_L"][j], t["gap_L_se"][j]))
+            dif.append("-" if j is None or L not in best else
+                       _pm(t["gap_L"][j] - best[L][0], float(np.hypot(t["gap_L_se"][j], best[L][1]))))
         b = _pm(*best[L]) if L in best else "-"
-        lines.append(f"| {L} | {_pm(f['gap_L'][i], f['gap_L_se'][i])} | {b} | " + " | ".join(tr)
+        lines.append(f"| {L} | {_pm(f['gap_L'][i], f['gap_L_se'][i])} | {b} | " + " | ".join(tr + dif)
                      + f" | {_pm(f['soft_L'][i], f['soft_L_se'][i])} | {_pm(f['lin_L'][i], f['lin_L_se'][i])} | "
                      f"{f['lin_L_exact'][i]:.3f} |")
     lines += ["", "Score scales chosen for the best member (in units of 1/c*, over the blocks' cross-fits), per L: "
