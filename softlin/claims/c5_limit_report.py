@@ -28,6 +28,12 @@ def analyse(family: dict, trained: dict, limit: dict, z: float) -> dict:
            "best_t": [sorted(set(c)) for c in np.asarray(family["best_t"]).T.tolist()]}
     fits = {"family member c*": limit_estimate(L, gap, limit["family_fit_L"], z, ref),
             "family member c*, trained range (diagnostic)": limit_estimate(L, gap, limit["fit_L"], z, ref)}
+    unpaired = np.asarray(family["soft_L"]) - np.asarray(family["lin_L_exact"])   # added after the run (docs/c5_limit.md)
+    fam["unpaired_gap_L"], fam["unpaired_gap_L_se"] = (v.tolist() for v in mean_se(unpaired))
+    fits["family member c* - S6's exact linear (added after the run)"] = limit_estimate(
+        L, unpaired, limit["family_fit_L"], z, ref)
+    fits["family member c* - S6's exact linear, trained range (added after the run)"] = limit_estimate(
+        L, unpaired, limit["fit_L"], z, ref)
     if len(family["scan_L"]) >= 3:
         fits["family best member, trained range (diagnostic)"] = limit_estimate(
             family["scan_L"], family["best_gap_L"], limit["fit_L"], z, ref)
@@ -76,8 +82,8 @@ def page(res: dict) -> str:
     lines += ["| L | family member c* gap x L | family best member gap x L | "
               + " | ".join(f"trained ({n}) gap x L" for n in names)
               + "".join(f" | trained ({n}) - best member" for n in names)
-              + " | member c* L x excess | linear L x excess (MC) | linear (S6 exact) |",
-              "|---" * (6 + 2 * len(names)) + "|"]
+              + " | member c* L x excess | linear L x excess (MC) | linear (S6 exact) | member c* - S6 exact linear |",
+              "|---" * (7 + 2 * len(names)) + "|"]
     best = dict(zip(f["scan_L"], zip(f["best_gap_L"], f["best_gap_L_se"])))
     for i, L in enumerate(f["L"]):
         tr, dif = [], []
@@ -90,7 +96,7 @@ def page(res: dict) -> str:
         b = _pm(*best[L]) if L in best else "-"
         lines.append(f"| {L} | {_pm(f['gap_L'][i], f['gap_L_se'][i])} | {b} | " + " | ".join(tr + dif)
                      + f" | {_pm(f['soft_L'][i], f['soft_L_se'][i])} | {_pm(f['lin_L'][i], f['lin_L_se'][i])} | "
-                     f"{f['lin_L_exact'][i]:.3f} |")
+                     f"{f['lin_L_exact'][i]:.3f} | {_pm(f['unpaired_gap_L'][i], f['unpaired_gap_L_se'][i])} |")
     lines += ["", "Score scales chosen for the best member (in units of 1/c*, over the blocks' cross-fits), per L: "
               + "; ".join(f"{L}: {', '.join(f'{t:g}' for t in ts)}" for L, ts in zip(f["scan_L"], f["best_t"])), ""]
     return "\n".join(lines)
