@@ -74,3 +74,11 @@ def test_best_member_cross_fit_by_hand():
     ex, idx = c5_limit.best_member_cross_fit(gh, gg, hh, n=10)
     assert (idx == 1).all()                                  # 5 - 1/2, 5 - 4/2, 5 - 2.25/4 -> the second
     assert np.allclose(ex, (5 - 2 * 1.0 * 2 + 1.0 * 2) / 10)  # c = 2/2 = 1
+
+
+def test_a_fit_range_with_too_few_lengths_is_refused():
+    """c5.limit.fit_L holding fewer than 3 of c5.limit.L: a clear error before any fit."""
+    from softlin.claims import c5_limit_report
+    with pytest.raises(ValueError, match="fit_L"):
+        c5_limit_report.analyse({"gap_constant": 14.3, "L": [100, 200, 5000]}, {},
+                                {"fit_L": [100, 200], "family_fit_L": [100, 5000]}, 2.0)

@@ -18,6 +18,10 @@ def analyse(family: dict, trained: dict, limit: dict, z: float) -> dict:
     """K with its interval for every set of trained replicates (and all pooled), the family's member c* (blocks)
     over family_fit_L and, as a diagnostic, over the trained range fit_L; per-L means +/- s.e. for the figure."""
     ref, L = family["gap_constant"], np.asarray(family["L"])
+    for key in ("fit_L", "family_fit_L"):
+        lo, hi = limit[key]
+        if sum(lo <= x <= hi for x in L) < 3 or lo > hi:
+            raise ValueError(f"c5.limit.{key} = {limit[key]}: the fit of K - a/L - b/L^2 needs 3 or more of c5.limit.L in it")
     gap = np.asarray(family["gap_L"])
     m, s = mean_se(gap)
     fam = {"L": L.tolist(), "gap_L": m.tolist(), "gap_L_se": s.tolist(),
