@@ -82,3 +82,14 @@ def test_a_fit_range_with_too_few_lengths_is_refused():
     with pytest.raises(ValueError, match="fit_L"):
         c5_limit_report.analyse({"gap_constant": 14.3, "L": [100, 200, 5000]}, {},
                                 {"fit_L": [100, 200], "family_fit_L": [100, 5000]}, 2.0)
+
+
+def test_a_set_with_an_unconverged_run_in_its_fit_range_is_not_read():
+    """C5c as a precondition: a run not shown converged inside fit_L makes the set's reading 'inconclusive'; one
+    outside it (L = 20) does not."""
+    from softlin.claims import c5_limit_report
+    rows = 14.3 - 600 / L + np.arange(3)[:, None] * 0.1
+    fit = c5_limit.limit_estimate(L, rows, [100, 1000], 2.0, 14.3)
+    assert c5_limit_report._precondition(fit, ["s1_i0_e2:softmax_L20"]) == fit
+    bad = c5_limit_report._precondition(fit, ["s1_i0_e2:softmax_L20", "s1_i0_e2:linear_L1000"])
+    assert bad["reading"].startswith("inconclusive") and bad["not_converged"] == ["s1_i0_e2:linear_L1000"]

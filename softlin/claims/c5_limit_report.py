@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..plots import plt, save
@@ -14,9 +16,19 @@ def trained_rows(table) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return table["L"].to_numpy(), table[cols].to_numpy().T, [c.split("@", 1)[1] for c in cols]
 
 
-def analyse(family: dict, trained: dict, limit: dict, z: float) -> dict:
+def _precondition(fit: dict, runs: list[str]) -> dict:
+    """A trained set's K is read only if every run in its fit range converged (C5c, as for C5a, b, e, f):
+    else the reading is 'inconclusive' with the runs ("replicate:model_L<L>") that were not shown converged."""
+    lo, hi = fit["L_range"]
+    bad = [r for r in runs if lo <= int(re.search(r"_L(\d+)$", r).group(1)) <= hi]
+    return {**fit, "not_converged": bad, "reading": "inconclusive (runs not converged in the fit range)"} if bad else fit
+
+
+def analyse(family: dict, trained: dict, limit: dict, z: float, convergence: dict | None = None) -> dict:
     """K with its interval for every set of trained replicates (and all pooled), the family's member c* (blocks)
-    over family_fit_L and, as a diagnostic, over the trained range fit_L; per-L means +/- s.e. for the figure."""
+    over family_fit_L and, as a diagnostic, over the trained range fit_L; per-L means +/- s.e. for the figure.
+    ``convergence``: per set, the runs not shown converged (``unconverged + undecided`` of its metrics)."""
+    convergence = convergence or {}
     ref, L = family["gap_constant"], np.asarray(family["L"])
     for key in ("fit_L", "family_fit_L"):
         lo, hi = limit[key]
@@ -46,11 +58,13 @@ def analyse(family: dict, trained: dict, limit: dict, z: float) -> dict:
         Lt, rows, names = trained_rows(table)
         mt, st = mean_se(rows)
         sets[name] = {"L": Lt.tolist(), "gap_L": mt.tolist(), "gap_L_se": st.tolist(), "replicates": names}
-        fits[f"trained, {name}"] = limit_estimate(Lt, rows, limit["fit_L"], z, ref)
+        fits[f"trained, {name}"] = _precondition(limit_estimate(Lt, rows, limit["fit_L"], z, ref),
+                                                 convergence.get(name, []))
         pooled.append((Lt, rows))
     if len(pooled) > 1 and all(np.array_equal(pooled[0][0], q[0]) for q in pooled):
-        fits["trained, all replicates pooled"] = limit_estimate(pooled[0][0], np.vstack([q[1] for q in pooled]),
-                                                                limit["fit_L"], z, ref)
+        fits["trained, all replicates pooled"] = _precondition(
+            limit_estimate(pooled[0][0], np.vstack([q[1] for q in pooled]), limit["fit_L"], z, ref),
+            [r for runs in convergence.values() for r in runs])
     return {"reference": ref, "c_star": family["c_star"], "K_soft_star": family["K_soft_star"],
             "K_lin": family["K_lin"], "n_blocks": family["n_blocks"], "block_prompts": family["block_prompts"],
             "seed": family["seed"], "family": fam, "trained": sets, "fits": fits,
@@ -76,6 +90,10 @@ def page(res: dict) -> str:
         lines.append(f"| {name} | {k['L_range'][0]}-{k['L_range'][1]} ({k['n_points']} L) | {k['df'] + 1} | "
                      f"{k['K']:.2f} | {k['se']:.2f} | {k['df']} | {k['t']:.2f} | [{k['interval'][0]:.2f}, "
                      f"{k['interval'][1]:.2f}] | {k['reading']} | {k['a']:.0f} | {k['b']:.3g} |")
+    for name, k in res["fits"].items():
+        if k.get("not_converged"):
+            lines.append(f"\n{name}: not read (precondition C5c): runs not shown converged in the fit range: "
+                         + ", ".join(k["not_converged"]) + ".")
     a = res["family_at_Lmax"]
     lines += ["", f"The family's gap x L at the largest L = {a['L']}: **{_pm(a['gap_L'], a['gap_L_se'])}** "
               f"({res['n_blocks']} blocks of {res['block_prompts']} prompts, df {a['df']}, seed {res['seed']}).", "",

@@ -370,6 +370,7 @@ rule c5_limit:
     input:
         family="results/c5_limit/family.json",
         tables=list(C5_LIMIT_SETS.values()),
+        metrics=[v.replace("_risks.csv", "_metrics.json") for v in C5_LIMIT_SETS.values()],
         code=code_inputs("c5_limit.py"),
     output:
         json="results/c5_limit/c5_limit.json",

@@ -9,7 +9,9 @@ p = snakemake.params  # noqa: F821
 log = Progress(snakemake.log[0], "c5 limit")  # noqa: F821
 family = load_json(snakemake.input.family)  # noqa: F821
 trained = {name: pd.read_csv(f) for name, f in zip(p.sets, snakemake.input.tables)}  # noqa: F821
-res = c5_limit_report.analyse(family, trained, p.limit, p.z)
+conv = {name: (lambda c: c["unconverged"] + c["undecided"])(load_json(f)["convergence"])
+        for name, f in zip(p.sets, snakemake.input.metrics)}  # noqa: F821
+res = c5_limit_report.analyse(family, trained, p.limit, p.z, conv)
 save_json(snakemake.output.json, res)  # noqa: F821
 with open(snakemake.output.md, "w") as fh:  # noqa: F821
     fh.write(c5_limit_report.page(res))
