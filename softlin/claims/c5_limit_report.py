@@ -133,17 +133,20 @@ def figure(res: dict, png) -> None:
     ax.errorbar(f["scan_L"], f["best_gap_L"], yerr=f["best_gap_L_se"], fmt="^-", color="tab:green", ms=4, capsize=2,
                 label="family: best member (score and output scales) vs linear optimum")
     for (name, t), col in zip(res["trained"].items(), ("tab:red", "tab:orange", "tab:brown")):
+        bad = res["fits"][f"trained, {name}"].get("not_converged")
         ax.errorbar(t["L"], t["gap_L"], yerr=t["gap_L_se"], fmt="s", color=col, ms=4, capsize=2,
-                    label=f"trained softmax - linear ({name}, {len(t['replicates'])} seeds)")
+                    label=f"trained softmax - linear ({name}, {len(t['replicates'])} seeds)"
+                    + (f"; not read: {', '.join(bad)} not converged" if bad else ""))
     ax.axhline(res["reference"], color="k", ls="--", lw=1, label=f"S7: K_soft(c*) - K_lin = {res['reference']:.2f}")
     xs = np.geomspace(100, max(f["L"]), 200)
     for name, col in (("family member c*", "tab:purple"), ("trained, exploratory", "tab:red"),
                       ("trained, confirmatory", "tab:orange")):
         k = res["fits"].get(name)
-        if k:
+        if k and not k.get("not_converged"):
             ax.plot(xs, k["K"] - k["a"] / xs - k["b"] / xs ** 2, color=col, lw=0.8, alpha=0.7)
             ax.axhspan(*k["interval"], color=col, alpha=0.08)
     ax.set_xscale("log")
+    ax.set_ylim(0, 1.2 * res["reference"])   # an unconverged run's gap may lie outside (see the page)
     ax.set_xlabel("prompt length L")
     ax.set_ylabel("gap x L = L (R_softmax - R_linear)")
     ax.set_title("C5 task: gap x L against S7's limit (bands: K's intervals, lines: fits K - a/L - b/L^2)", fontsize=9)
