@@ -90,6 +90,8 @@ def dry(smoke_built, tmp_path_factory):
         ("paper", (paper, ["c5", "-n", "--config", "preset=paper"])),
         ("paper_grouped", (paper, ["c5", "-n", "--config", "preset=paper", "c5={L_per_job: 5, gpu: 1}"])),
         ("replicates", (paper, ["c5_replicates", "-n"])),
+        ("confirm", (paper, ["c5_confirm", "-n"])),
+        ("limit", (paper, ["c5_limit", "-n"])),
     ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
     results = smk_batch([step for _, step in named], base)
     return SimpleNamespace(cfg_repo=cfg, report_html=base / "report.html",
@@ -232,3 +234,15 @@ def test_c5_replicates_train_the_default_once_and_each_other_seed(dry):
     assert jobs["c5_replicate_verdict"] == 2 and jobs["c5_replicates_metrics"] == 1, jobs
     assert jobs["c5_replicates_verdict"] == 1 and jobs["c5_replicates_figure"] == 1, jobs
     assert not any(name.startswith("c5_replicate") for name in planned(dry.paper)), planned(dry.paper)
+
+
+def test_c5_confirm_trains_only_its_fresh_seeds_and_c5_limit_trains_nothing(dry):
+    """`snakemake c5_confirm`: one training, evaluation and verdict per c5.confirm replicate (none of them the
+    default run), one aggregation, figure and verdict; `snakemake c5_limit`: the family's Monte Carlo and the fit,
+    no training; neither is in the default target."""
+    jobs = planned(dry.confirm)
+    assert "c5_train" not in jobs and jobs["c5_replicate_train"] == 3 and jobs["c5_replicate_metrics"] == 3, jobs
+    assert jobs["c5_confirm_metrics"] == jobs["c5_confirm_verdict"] == jobs["c5_confirm_figure"] == 1, jobs
+    assert "s2028_i16_e31340" in dry.confirm.stdout + dry.confirm.stderr
+    assert planned(dry.limit) == {"c5_limit_family": 1, "c5_limit": 1}, planned(dry.limit)
+    assert not any(name.startswith(("c5_confirm", "c5_limit")) for name in planned(dry.paper)), planned(dry.paper)

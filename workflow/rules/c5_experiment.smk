@@ -167,7 +167,7 @@ rule c5_replicate_metrics:
         jobs=[c5_group_Ls(g) for g in C5_JOBS],
         record=c5_record_config(),
         z=config["decision"]["z"],
-        seeds=lambda w: C5_REPS[w.c5_rep],
+        seeds=lambda w: c5_any_replicate(w.c5_rep),
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
@@ -269,9 +269,127 @@ rule c5_replicates_verdict:
         "../scripts/c5_replicates_verdict.py"
 
 
+# --------------------------------------------------------------------------- confirmation (target c5_confirm)
+# C5e and C5f decided on fresh seeds (c5.confirm): each replicate trains and is evaluated by the
+# replicate rules above (results/c5_replicates/<name>); the aggregate is results/c5_confirm/.
+C5_CONFIRM = c5_confirm_replicates()
+
+
+rule c5_confirm_metrics:
+    """Per-L risks and gaps across the confirmatory replicates (mean +/- se across seeds); the criteria's metrics."""
+    input:
+        tables=[f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_CONFIRM],
+        metrics=[f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_CONFIRM],
+        code=code_inputs("c5_replicates_metrics.py"),
+    output:
+        table="results/c5_confirm/c5_confirm_risks.csv",
+        metrics="results/c5_confirm/c5_confirm_metrics.json",
+    params:
+        names=list(C5_CONFIRM),
+        noise=C5["noise_var"],
+    log:
+        logfile("c5", "confirm_metrics"),
+    script:
+        "../scripts/c5_replicates_metrics.py"
+
+
+rule c5_confirm_figure:
+    """Gap and gap x L against L across the confirmatory replicates with the S7 prediction; risks."""
+    input:
+        table="results/c5_confirm/c5_confirm_risks.csv",
+        metrics="results/c5_confirm/c5_confirm_metrics.json",
+        code=code_inputs("c5_replicates_figure.py"),
+    output:
+        png="figures/c5_confirm.png",
+        pdf="figures/c5_confirm.pdf",
+    params:
+        protocol=c5_protocol(),
+        curves=config["plot"]["c5_curves"],
+    log:
+        logfile("c5", "confirm_figure"),
+    script:
+        "../scripts/c5_replicates_figure.py"
+
+
+rule c5_confirm_verdict:
+    """C5e and C5f as written before the confirmatory run (c5.confirm.criteria), read with the errors across its replicates."""
+    input:
+        metrics="results/c5_confirm/c5_confirm_metrics.json",
+        code=code_inputs("c5_replicates_verdict.py"),
+    output:
+        json="results/c5_confirm/verdict.json",
+        md="results/c5_confirm/verdict.md",
+        consistency="results/c5_confirm/consistency.json",
+        html="results/c5_confirm/verdict.html",
+    params:
+        z=config["decision"]["z"],
+        criteria=C5.get("confirm", {}).get("criteria", []),
+        checks=C5.get("consistency_checks", []),
+        preset=PRESET,
+        protocol=c5_protocol(),
+    log:
+        logfile("c5", "confirm_verdict"),
+    script:
+        "../scripts/c5_replicates_verdict.py"
+
+
+rule c5_confirm:
+    """Target: C5e and C5f on the fresh seeds of c5.confirm (not in the default target; each replicate trains ~8 min)."""
+    input:
+        rules.c5_confirm_metrics.output,
+        rules.c5_confirm_figure.output,
+        rules.c5_confirm_verdict.output,
+        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_CONFIRM],
+
+
+# --------------------------------------------------------------------------- S7's limit (target c5_limit)
+# docs/c5_limit.md: the reference family's gap x L by Monte Carlo (no training) and K of
+# gap x L = K - a/L - b/L^2 per replicate, for the family and for the committed trained replicates.
+C5_LIMIT_SETS = {k: v for k, v in (("exploratory", "docs/c5_replicates/c5_replicates_risks.csv"),
+                                   ("confirmatory", "docs/c5_confirm/c5_confirm_risks.csv"))
+                 if Path(workflow.basedir, v).exists()}
+
+
+rule c5_limit_family:
+    """Monte Carlo of the reference family at every c5.limit.L: member c* and linear optimum paired, best member."""
+    input:
+        code=code_inputs("c5_limit_family.py"),
+    output:
+        json="results/c5_limit/family.json",
+    params:
+        cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
+    threads: 1
+    log:
+        logfile("c5", "limit_family"),
+    script:
+        "../scripts/c5_limit_family.py"
+
+
+rule c5_limit:
+    """Target: K with its t interval for the family and the trained replicates against S7's 14.30; page and figure."""
+    input:
+        family="results/c5_limit/family.json",
+        tables=list(C5_LIMIT_SETS.values()),
+        metrics=[v.replace("_risks.csv", "_metrics.json") for v in C5_LIMIT_SETS.values()],
+        code=code_inputs("c5_limit.py"),
+    output:
+        json="results/c5_limit/c5_limit.json",
+        md="results/c5_limit/c5_limit.md",
+        png="figures/c5_limit.png",
+    params:
+        sets=list(C5_LIMIT_SETS),
+        limit=C5["limit"],
+        z=config["decision"]["z"],
+    log:
+        logfile("c5", "limit"),
+    script:
+        "../scripts/c5_limit.py"
+
+
 localrules:
     c5,
     c5_replicates,
+    c5_confirm,
 
 
 rule c5_replicates:

@@ -225,9 +225,24 @@ def c5_metrics_config():
     return _c5_section(C5_TASK_KEYS + ("L", "models", "eval", "convergence", "optimizer", "steps"))
 
 
+def _c5_named(entries):
+    """Replicate entries as ``{name: {seed, init_seed, eval_seed}}`` (name ``s2026_i10_e31338``)."""
+    return {f"s{r['seed']}_i{r['init_seed']}_e{r['eval_seed']}": dict(r) for r in entries}
+
+
 def c5_replicates():
     """The c5.replicates entries as ``{name: {seed, init_seed, eval_seed}}`` (name ``s2026_i10_e31338``)."""
-    return {f"s{r['seed']}_i{r['init_seed']}_e{r['eval_seed']}": dict(r) for r in config["c5"]["replicates"]}
+    return _c5_named(config["c5"]["replicates"])
+
+
+def c5_confirm_replicates():
+    """The c5.confirm.replicates entries (fresh seeds, target c5_confirm), named as :func:`c5_replicates`'."""
+    return _c5_named(config["c5"].get("confirm", {}).get("replicates", []))
+
+
+def c5_any_replicate(name):
+    """One replicate's seeds, exploratory (c5.replicates) or confirmatory (c5.confirm.replicates)."""
+    return {**c5_confirm_replicates(), **c5_replicates()}[name]
 
 
 def c5_is_default(rep):
@@ -238,19 +253,19 @@ def c5_is_default(rep):
 def c5_replicate_dir(name):
     """Where a replicate's results are: the default run's own (results/c5) for the replicate equal to
     the default settings, else results/c5_replicates/<name>."""
-    return "results/c5" if c5_is_default(c5_replicates()[name]) else f"results/c5_replicates/{name}"
+    return "results/c5" if c5_is_default(c5_any_replicate(name)) else f"results/c5_replicates/{name}"
 
 
 def c5_replicate_train_config(name):
     """The training settings of a replicate: :func:`c5_train_config` with its seed and init_seed."""
-    rep = c5_replicates()[name]
+    rep = c5_any_replicate(name)
     return {**c5_train_config(), "seed": rep["seed"], "init_seed": rep["init_seed"]}
 
 
 def c5_replicate_metrics_config(name):
     """The metrics settings of a replicate: :func:`c5_metrics_config` with its test-set seed."""
     cfg = c5_metrics_config()
-    return {**cfg, "eval": {**cfg["eval"], "seed": c5_replicates()[name]["eval_seed"]}}
+    return {**cfg, "eval": {**cfg["eval"], "seed": c5_any_replicate(name)["eval_seed"]}}
 
 
 def c5_step_seconds(Ls):

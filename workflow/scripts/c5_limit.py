@@ -1,0 +1,19 @@
+"""C5 rule c5_limit: K of gap x L = K - a/L - b/L^2 for the trained replicates and the reference family; page, figure."""
+import pandas as pd
+
+from softlin.claims import c5_limit_report
+from softlin.io import load_json, save_json
+from softlin.progress import Progress
+
+p = snakemake.params  # noqa: F821
+log = Progress(snakemake.log[0], "c5 limit")  # noqa: F821
+family = load_json(snakemake.input.family)  # noqa: F821
+trained = {name: pd.read_csv(f) for name, f in zip(p.sets, snakemake.input.tables)}  # noqa: F821
+conv = {name: (lambda c: c["unconverged"] + c["undecided"])(load_json(f)["convergence"])
+        for name, f in zip(p.sets, snakemake.input.metrics)}  # noqa: F821
+res = c5_limit_report.analyse(family, trained, p.limit, p.z, conv)
+save_json(snakemake.output.json, res)  # noqa: F821
+with open(snakemake.output.md, "w") as fh:  # noqa: F821
+    fh.write(c5_limit_report.page(res))
+c5_limit_report.figure(res, snakemake.output.png)  # noqa: F821
+log("done")
