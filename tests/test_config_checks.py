@@ -37,7 +37,7 @@ BAD = {  # name: (--configfile text or None, --config values, what the one-line 
                                "label: anisotropic}}}"],
                         "config key 'c3.settings.aniso2.label': settings 'anisotropic' and 'aniso2' share"),
     "c3_no_seed_order": (None, ["preset=smoke", "c3={offblock_seed_order: false}"],
-                         "C3d measures 'offblock.seed_order.rate', which needs c3.offblock_seed_order: true"),
+                         "C3d measures 'offblock.seed_order.grow_frac', which needs c3.offblock_seed_order: true"),
     "c3_three_L": (None, ["preset=smoke", "c3={L: [16, 32, 64]}"],
                    "which needs at least 4 prompt lengths in c3.L"),
     "c1_no_star": (None, ["preset=smoke", "c1={probes: {star: false}}"],

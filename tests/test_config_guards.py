@@ -79,9 +79,9 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "duplicate_probe_lambda": ({"c1": {"probes": {"scaled_lambda": [0.35, 0.35]}}}, "c1.probes.scaled_lambda"),
     "duplicate_fraction": ({"c4": {"alpha_sweep": {"fractions": [0.5, 0.5, 3.0]}}}, "c4.alpha_sweep.fractions"),
     "duplicate_sweep_setting": ({"c2": {"sweep": {"settings": ["isotropic", "isotropic"]}}}, "c2.sweep.settings"),
-    "duplicate_criterion_id": ({"c4": {"consistency_checks": [
-        {"id": "C4c", "statement": "s", "reason": "r", "all": [{"measured": "summary.offblock_max", "op": "<", "value": 1}]}]}},
-        "criterion id 'C4c' appears twice"),
+    "duplicate_criterion_id": ({"c5": {"consistency_checks": [
+        {"id": "C5a", "statement": "s", "reason": "r", "all": [{"measured": "n_below_bayes_3se", "op": "==", "value": 0}]}]}},
+        "criterion id 'C5a' appears twice"),
     "seed_log_outcome_unknown_id": ({"c3": {"compare_seed_log": True, "seed_log_outcome": {"C3z": "PASS"}}},
                                     "config key 'c3.seed_log_outcome': 'C3z' is no c3 criterion"),
     "c2_through_c1_star": ({"c1": {"probes": {"star": False}}, "c3": {"criteria": []}}, "needs the probe 'star'"),
@@ -153,7 +153,7 @@ def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():
     rows = [{"admissible": False, "converged": True, "dist_final": 1e-9}]
     one = {"ode_dist_final": 0, "gd_dist_final": 0, "ode_conservation_max": 0, "gd_conservation_max": 0,
            "ode_vs_reduced_max": 0, "ode_offblock_max": 0, "gd_offblock_max": 0, "setting": "a",
-           "ntasks_slope": -0.5, "ntasks_slope_se": 0.1}
+           "ntasks_slope": -0.5, "ntasks_slope_se": 0.1, "ntasks_n_seed": 10}
     out = c4_summary.aggregate({"a": one}, rows)  # before: max() of an empty sequence
     assert out["alpha_admissible_n"] == 0 and np.isnan(out["alpha_admissible_dist_max"])
     cfg, _ = load()
