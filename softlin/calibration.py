@@ -149,6 +149,16 @@ def section(claim: str, path1: str, path2: str, note: str = "") -> tuple[str, di
                                          flips=fl, reading=reading)
 
 
+READING = ("For every entry a criterion reads, `z = (v1 - v2) / sqrt(se1^2 + se2^2)`; if the standard "
+           "errors are right and the replications independent, `z` is about standard normal and its RMS "
+           "about 1 (far above 1: the errors are too small, and the verdicts reading them decide too easily). "
+           "Entries with no error (counts, deterministic quantities) are left out. Entries of one claim share "
+           "data (nested prompt lengths, one fit), so the RMS scatters more than for independent entries. Two "
+           "replications cannot show an error that fails only in rare draws: where one task block can carry "
+           "most of the mean square (C1/C2 beyond `lambda_max(M) = 1/4`, docs/c1c2_uncertainty.md) both "
+           "replications usually lack such a block and agree; an RMS near 1 does not clear those errors.")
+
+
 def page(pairs: list[tuple[str, str, str, str]], preamble: str = "") -> str:
     """The calibration page: a summary table over the claims, then one section per claim
     (``pairs``: ``(claim, path1, path2, note)``)."""
@@ -159,6 +169,7 @@ def page(pairs: list[tuple[str, str, str, str]], preamble: str = "") -> str:
         summ.append(s)
     head = ["# Calibration: two independent replications side by side", ""]
     head += [preamble, ""] if preamble else []
+    head += [READING, ""]
     head += ["| claim | entries | RMS of z | largest abs z | PASS <-> FAIL flips | reading |", "|---|---|---|---|---|---|"]
     head += [f"| {s['claim']} | {s['n']} | {_g(s['rms'])} | {_g(s['max_abs'])} | "
              f"{', '.join(s['flips']) or 'none'} | {s['reading']} |" for s in summ]
