@@ -9,7 +9,9 @@ Modules (import the ones you need; only the JAX ones pull in jax, with float64 e
   parametrisations), ``optim``, ``online`` (the trainer), ``checkpoint``, ``baselines`` (S6);
 * shared: ``kernels`` (the C++ kernels and their XLA references), ``records`` (the pytree <-> npz
   codec), ``metrics`` (statistics, the uncertainty layer), ``verdict`` (the decision rule),
-  ``verdict_report``, ``plots``, ``plots_c5``, ``io``, ``progress``, ``claims`` (one module per claim),
+  ``verdict_report``, ``calibration`` (two replications side by side: docs/calibration.md),
+  ``readme_table`` (the README's table from a run, docs/default_run/), ``plots``, ``plots_c5``, ``io``,
+  ``progress``, ``claims`` (one module per claim),
   ``numpy_reference`` (an independent plain-numpy implementation for tests and benchmarks).
 
 The package knows nothing of the workflow: no module imports Snakemake.

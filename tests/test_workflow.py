@@ -63,6 +63,11 @@ BAD_CONFIGS = [
 ]
 
 
+# seeds the project never used (config/other_seeds.yaml's), with the seed-log comparison on
+OTHER_SEEDS = ["c1={seed: 1000001}", "c2={seed: 2000001}", "c3={seed0: 842, compare_seed_log: true}",
+               "c4={sampled: {seed: 5777}, n_tasks: {seed0: 9242}}"]
+
+
 @pytest.fixture(scope="module")
 def dry(smoke_built, tmp_path_factory):
     """Every dry run of this module, in one Snakemake process: name -> result (and the repos)."""
@@ -71,6 +76,7 @@ def dry(smoke_built, tmp_path_factory):
     for i, (override, _) in enumerate(BAD_CONFIGS):
         (cfg / f"bad{i}.yaml").write_text(override + "\n")
     paper = copy_repo(base / "paper")
+    seeds = copy_repo(base / "seeds")
     (smoke_built / "knob.yaml").write_text("c3: {lr: 0.02}\n")
     named = [
         ("nothing", (smoke_built, ["-n", *SMOKE])),
@@ -78,6 +84,8 @@ def dry(smoke_built, tmp_path_factory):
         ("c3_knob", (smoke_built, ["-n", *SMOKE, "--configfile", "knob.yaml"])),
         ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
         ("plot_style", (smoke_built, ["-n", *SMOKE, "plot={c3_colors: {isotropic_gauss: black}}"])),
+        ("other_seeds", (smoke_built, ["-n", *SMOKE, *OTHER_SEEDS])),
+        ("other_seeds_c3", (seeds, ["c3", *SMOKE, OTHER_SEEDS[2]])),
         ("report", (smoke_built, [*SMOKE, "--report", str(base / "report.html")])),
         # last on the smoke build: touch a plotting module, then plan
         ("edit_plots", {"append": smoke_built / "softlin" / "plots.py", "text": "\n# edited\n"}),
@@ -94,7 +102,7 @@ def dry(smoke_built, tmp_path_factory):
         ("limit", (paper, ["c5_limit", "-n"])),
     ] + [(f"bad{i}", (cfg, ["-n", "--configfile", f"bad{i}.yaml"])) for i in range(len(BAD_CONFIGS))]
     results = smk_batch([step for _, step in named], base)
-    return SimpleNamespace(cfg_repo=cfg, report_html=base / "report.html",
+    return SimpleNamespace(cfg_repo=cfg, seeds_repo=seeds, report_html=base / "report.html",
                            **{name: res for (name, _), res in zip(named, results)})
 
 
@@ -246,3 +254,17 @@ def test_c5_confirm_trains_only_its_fresh_seeds_and_c5_limit_trains_nothing(dry)
     assert "s2028_i16_e31340" in dry.confirm.stdout + dry.confirm.stderr
     assert planned(dry.limit) == {"c5_limit_family": 1, "c5_limit": 1}, planned(dry.limit)
     assert not any(name.startswith(("c5_confirm", "c5_limit")) for name in planned(dry.paper)), planned(dry.paper)
+
+
+def test_other_seeds_one_config_value_away(dry):
+    """C1-C4 at seeds never used (--config only) plan every job those seeds feed, and C3 at another
+    seed0 runs with the seed-log comparison switched on: its two checks are reported not
+    applicable (the run lacks the seed log's seeds), neither passed nor failed."""
+    jobs = planned(dry.other_seeds)
+    assert jobs["c3_train"] == 6 and jobs["c1_measure"] >= 1 and jobs["c2_measure"] >= 1, jobs
+    assert "c4_flow" in jobs and "c5_train" not in jobs, jobs
+    assert dry.other_seeds_c3.returncode == 0, dry.other_seeds_c3.stdout[-3000:]
+    md = (dry.seeds_repo / "results" / "c3" / "verdict.md").read_text()
+    assert "C3-seed-log, C3-seed-log-outcome: NOT APPLICABLE" in md and "isotropic_gauss: 842, 855" in md
+    checks = json.loads((dry.seeds_repo / "results" / "c3" / "consistency.json").read_text())
+    assert not {c["id"] for c in checks} & {"C3-seed-log", "C3-seed-log-outcome"}

@@ -99,6 +99,30 @@ def seed_log_seeds(seed_log: dict) -> dict:
     return out
 
 
+def missing_seeds(seed_log: dict, per_seed: list[dict]) -> dict:
+    """The seed log's runs that this run does not have: ``{"<setting>_<token_kind>": [seed, ...]}``
+    (empty when every seed the seed log ran is among ``per_seed``'s rows).  Where it is not empty
+    (another ``c3.seed0``, ``seed_stride`` or fewer seeds) the seed-log comparisons read nothing of
+    ours and are not applicable (:func:`not_applicable_markdown`), rather than passed or failed."""
+    ours = {(f"{r['setting']}_{r['token_kind']}", int(r["seed"])) for r in per_seed}
+    return {lab: miss for lab, seeds in seed_log_seeds(seed_log).items()
+            if (miss := [s for s in seeds if (lab, s) not in ours])}
+
+
+def not_applicable_markdown(ids: list[str], missing: dict, per_seed: list[dict]) -> str:
+    """Why the seed-log checks ``ids`` were not evaluated: the seed log's seeds this run lacks."""
+    ours: dict[str, list[int]] = {}
+    for r in per_seed:
+        lab = f"{r['setting']}_{r['token_kind']}"
+        if int(r["seed"]) not in ours.setdefault(lab, []):
+            ours[lab].append(int(r["seed"]))
+    fmt = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in missing.items())
+    run = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in ours.items())
+    return ("## The seed log's comparisons: not applicable\n\n"
+            f"{', '.join(ids)}: NOT APPLICABLE (not evaluated, neither passed nor failed): this run lacks "
+            f"the seed log's seeds ({fmt}); its seeds: {run}.\n")
+
+
 def seed_log_metrics(metrics: dict, per_seed: list[dict], seed_log: dict) -> dict:
     """C3's metrics recomputed from the seed log's seeds only, with the seed log's point-estimate
     reading (``z = 0``: the trend counts are plain counts of increases): ``{"fits", "offblock",

@@ -2,6 +2,12 @@
 # sample -> train (one job per setting x seed, every L in it) -> metrics -> figure -> verdict.
 C3 = config["c3"]
 C3_RUNS = c3_runs()
+# the target c3_replicates: C3 over c3.replicates seeds per setting (the default's seeds first)
+C3_REP_RUNS = c3_runs(C3["replicates"])
+if any(C3["replicates"].get(s, st["n_seed"]) < st["n_seed"] for s, st in C3["settings"].items()) \
+        or set(C3["replicates"]) - set(C3["settings"]):
+    raise ValueError("config key 'c3.replicates': {setting: n_seed}, each a c3 setting with at least its own n_seed")
+SEED_LOG_C3 = source("workflow/resources/seed_log_c3.json")  # relative to the working directory (common.smk: source)
 
 
 rule c3_sample:
@@ -121,7 +127,7 @@ rule c3_verdict:
     input:
         metrics="results/c3/c3_transfer.json",
         per_seed="results/c3/c3_per_seed.csv",
-        seed_log=source("workflow/resources/seed_log_c3.json"),
+        seed_log=SEED_LOG_C3,
         code=code_inputs("c3_verdict.py"),
     output:
         json=update("results/c3/verdict.json"),
@@ -143,8 +149,71 @@ rule c3_verdict:
         "../scripts/c3_verdict.py"
 
 
+rule c3_replicates_metrics:
+    """As c3_metrics over the c3.replicates seeds (the default run's trajectories and more)."""
+    input:
+        traj=[f"results/c3/trajectories/{s}_s{seed}.npz" for s, seed in C3_REP_RUNS],
+        eval=[f"results/c3/tasks/{s}_s{seed}_eval.npz" for s, seed in C3_REP_RUNS],
+        code=code_inputs("c3_metrics.py"),
+    output:
+        table="results/c3_replicates/c3_transfer.csv",
+        per_seed="results/c3_replicates/c3_per_seed.csv",
+        metrics="results/c3_replicates/c3_transfer.json",
+    params:
+        runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_REP_RUNS],
+        L=C3["L"],
+        eval_L=C3["eval"]["L"],
+        z=config["decision"]["z"],
+        offblock_rate=C3["offblock_rate"],
+        record={k: C3[k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
+        protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+    conda:
+        "../envs/softlin.yaml"
+    log:
+        logfile("c3", "replicates_metrics"),
+    script:
+        "../scripts/c3_metrics.py"
+
+
+use rule c3_figure as c3_replicates_figure with:
+    input:
+        table="results/c3_replicates/c3_transfer.csv",
+        metrics="results/c3_replicates/c3_transfer.json",
+        code=code_inputs("c3_figure.py"),
+    output:
+        png="figures/c3_replicates.png",
+        pdf="figures/c3_replicates.pdf",
+    log:
+        logfile("c3", "replicates_figure"),
+
+
+use rule c3_verdict as c3_replicates_verdict with:
+    input:
+        metrics="results/c3_replicates/c3_transfer.json",
+        per_seed="results/c3_replicates/c3_per_seed.csv",
+        seed_log=SEED_LOG_C3,
+        code=code_inputs("c3_verdict.py"),
+    output:
+        json="results/c3_replicates/verdict.json",
+        md="results/c3_replicates/verdict.md",
+        consistency="results/c3_replicates/consistency.json",
+        html="results/c3_replicates/verdict.html",
+    log:
+        logfile("c3", "replicates_verdict"),
+
+
 localrules:
     c3,
+    c3_replicates,
+
+
+rule c3_replicates:
+    """Target: C3 over c3.replicates seeds per setting (not in the default target: about 4x the
+    default's training; committed results in docs/c3_replicates/)."""
+    input:
+        rules.c3_replicates_metrics.output,
+        rules.c3_replicates_figure.output,
+        rules.c3_replicates_verdict.output,
 
 
 rule c3:

@@ -160,11 +160,12 @@ def benchfile(claim, name):
 
 
 # --------------------------------------------------------------------------- C3 helpers
-def c3_runs():
-    """(setting, seed) pairs of C3."""
+def c3_runs(n_seed=None):
+    """(setting, seed) pairs of C3; ``n_seed``: ``{setting: seeds}`` instead of each setting's own
+    (c3.replicates: the same seed0 and stride, so the default's seeds come first)."""
     c3 = config["c3"]
     return [(name, c3["seed0"] + c3["seed_stride"] * i)
-            for name, st in c3["settings"].items() for i in range(st["n_seed"])]
+            for name, st in c3["settings"].items() for i in range((n_seed or {}).get(name, st["n_seed"]))]
 
 
 def c3_setting(name):
