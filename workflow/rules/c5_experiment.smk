@@ -287,6 +287,8 @@ rule c5_confirm_metrics:
     params:
         names=list(C5_CONFIRM),
         noise=C5["noise_var"],
+    conda:
+        "../envs/softlin.yaml"
     log:
         logfile("c5", "confirm_metrics"),
     script:
@@ -305,6 +307,8 @@ rule c5_confirm_figure:
     params:
         protocol=c5_protocol(),
         curves=config["plot"]["c5_curves"],
+    conda:
+        "../envs/softlin.yaml"
     log:
         logfile("c5", "confirm_figure"),
     script:
@@ -327,6 +331,8 @@ rule c5_confirm_verdict:
         checks=C5.get("consistency_checks", []),
         preset=PRESET,
         protocol=c5_protocol(),
+    conda:
+        "../envs/softlin.yaml"
     log:
         logfile("c5", "confirm_verdict"),
     script:
@@ -359,6 +365,8 @@ rule c5_limit_family:
     params:
         cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
     threads: 1
+    conda:
+        "../envs/softlin.yaml"
     log:
         logfile("c5", "limit_family"),
     script:
@@ -369,8 +377,8 @@ rule c5_limit:
     """Target: K with its t interval for the family and the trained replicates against S7's 14.30; page and figure."""
     input:
         family="results/c5_limit/family.json",
-        tables=list(C5_LIMIT_SETS.values()),
-        metrics=[v.replace("_risks.csv", "_metrics.json") for v in C5_LIMIT_SETS.values()],
+        tables=[source(v) for v in C5_LIMIT_SETS.values()],
+        metrics=[source(v.replace("_risks.csv", "_metrics.json")) for v in C5_LIMIT_SETS.values()],
         code=code_inputs("c5_limit.py"),
     output:
         json="results/c5_limit/c5_limit.json",
@@ -380,6 +388,8 @@ rule c5_limit:
         sets=list(C5_LIMIT_SETS),
         limit=C5["limit"],
         z=config["decision"]["z"],
+    conda:
+        "../envs/softlin.yaml"
     log:
         logfile("c5", "limit"),
     script:
