@@ -53,10 +53,10 @@ def test_json_outputs_are_strict_and_read_back_the_same(tmp_path):
 def test_a_nan_metric_read_back_is_still_undecided(tmp_path):
     """verdict.py's NaN -> undecided path, through the file: the metric written as null + flag
     reads back as NaN and the criterion stays INCONCLUSIVE (never PASS on a missing number)."""
-    io.save_json(tmp_path / "m.json", {"x": float("nan"), "x_se": 0.1})
+    io.save_json(tmp_path / "m.json", {"x": float("nan"), "x_se": 0.1, "x_df": 20})
     crit = {"id": "K", "statement": "s", "all": [{"measured": "x", "op": "<", "value": 1}]}
     assert verdict.evaluate(crit, io.load_json(tmp_path / "m.json"), 2.0)["status"] == "INCONCLUSIVE"
-    assert verdict.evaluate(crit, {"x": 0.5, "x_se": 0.1}, 2.0)["status"] == "PASS"  # the control
+    assert verdict.evaluate(crit, {"x": 0.5, "x_se": 0.1, "x_df": 20}, 2.0)["status"] == "PASS"  # the control
 
 
 # --------------------------------------------------------------------------- damaged outputs
