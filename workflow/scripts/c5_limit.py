@@ -2,7 +2,7 @@
 import pandas as pd
 
 from softlin.claims import c5_limit_report
-from softlin.io import load_json, save_json
+from softlin.io import load_json, save_json, write_text
 from softlin.progress import Progress
 
 p = snakemake.params  # noqa: F821
@@ -13,7 +13,6 @@ conv = {name: (lambda c: c["unconverged"] + c["undecided"])(load_json(f)["conver
         for name, f in zip(p.sets, snakemake.input.metrics)}  # noqa: F821
 res = c5_limit_report.analyse(family, trained, p.limit, p.z, conv)
 save_json(snakemake.output.json, res)  # noqa: F821
-with open(snakemake.output.md, "w") as fh:  # noqa: F821
-    fh.write(c5_limit_report.page(res))
+write_text(snakemake.output.md, c5_limit_report.page(res))  # noqa: F821  (atomic, sealed like every output)
 c5_limit_report.figure(res, snakemake.output.png)  # noqa: F821
 log("done")
