@@ -130,14 +130,38 @@ def check_semantics(cfg):
             raise ValueError("config key 'c5.eval.chunk': must divide c5.eval.n_test")
         if sorted(c5["models"]) != ["linear", "softmax"]:
             raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
-        reps = c5.get("replicates") or []
-        if len(reps) < 2:
-            fail("c5.replicates", f"{len(reps)} replicate; need at least 2 (c5_replicates' standard errors are a "
-                 "jackknife over replicates)")
-        seen = [(r["seed"], r["init_seed"], r["eval_seed"]) for r in reps]
-        if len(set(seen)) < len(seen):
-            fail("c5.replicates", "two replicates with the same seeds (they would be one run counted twice)")
+        _replicates("c5.replicates", c5.get("replicates") or [])
+        confirm = c5.get("confirm") or {}
+        if confirm.get("criteria"):  # criteria to judge: c5_confirm's errors are a jackknife too
+            _replicates("c5.confirm.replicates", confirm.get("replicates") or [])
+        _limit_ranges(c5)
     return sigmas
+
+
+def _replicates(key: str, reps: list) -> None:
+    """At least 2 replicates (the standard errors are a jackknife over them), no two with the same seeds."""
+    if len(reps) < 2:
+        fail(key, f"{len(reps)} replicate; need at least 2 (the standard errors are a jackknife over replicates)")
+    seen = [(r["seed"], r["init_seed"], r["eval_seed"]) for r in reps]
+    if len(set(seen)) < len(seen):
+        fail(key, "two replicates with the same seeds (they would be one run counted twice)")
+
+
+def _limit_ranges(c5: dict) -> None:
+    """c5.limit's fit ranges ``[low, high]``: low < high; the family's holds at least 3 of c5.limit.L (a fit
+    of K - a/L - b/L^2 has 3 parameters; the trained fits read the committed replicates' lengths, docs/)."""
+    lim = c5.get("limit") or {}
+    if "L" in lim and sorted(set(lim["L"])) != list(lim["L"]):
+        fail("c5.limit.L", "prompt lengths must be strictly increasing")
+    for key, Ls in (("fit_L", None), ("family_fit_L", lim.get("L", []))):
+        if key not in lim:
+            continue
+        lo, hi = lim[key]
+        n = 3 if Ls is None else sum(lo <= L <= hi for L in Ls)
+        if lo >= hi:
+            fail(f"c5.limit.{key}", f"[{lo}, {hi}]: need low < high")
+        if n < 3:
+            fail(f"c5.limit.{key}", f"[{lo}, {hi}] holds {n} of c5.limit.L; need at least 3 (a fit of K - a/L - b/L^2)")
 
 
 def _unique(key: str, values, what: str):
@@ -179,6 +203,7 @@ def check_names(cfg: dict) -> None:
     c1, c2, c4 = cfg.get("c1"), cfg.get("c2"), cfg.get("c4")
     if c1 is not None:
         _unique("c1.probes.scaled_lambda", c1["probes"]["scaled_lambda"], "lambda_max target")
+        _unique("c1.exponent.lambda", (c1.get("exponent") or {}).get("lambda") or [], "lambda_max target")
         for name, st in c1["settings"].items():
             _unique(f"c1.settings.{name}.probes.scaled_lambda",
                     (st.get("probes") or {}).get("scaled_lambda") or [], "lambda_max target")

@@ -79,6 +79,13 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "duplicate_probe_lambda": ({"c1": {"probes": {"scaled_lambda": [0.35, 0.35]}}}, "c1.probes.scaled_lambda"),
     "duplicate_fraction": ({"c4": {"alpha_sweep": {"fractions": [0.5, 0.5, 3.0]}}}, "c4.alpha_sweep.fractions"),
     "duplicate_sweep_setting": ({"c2": {"sweep": {"settings": ["isotropic", "isotropic"]}}}, "c2.sweep.settings"),
+    "exponent_one_lambda": ({"c1": {"exponent": {"lambda": [0.5]}}}, "needs at least 2 c1.exponent.lambda values"),
+    "exponent_duplicate_lambda": ({"c1": {"exponent": {"lambda": [0.2, 0.2]}}}, "c1.exponent.lambda"),
+    "limit_fit_range_empty": ({"c5": {"limit": {"fit_L": [100, 100]}}}, "c5.limit.fit_L"),
+    "limit_family_range_short": ({"c5": {"limit": {"family_fit_L": [10000, 20000]}}}, "c5.limit.family_fit_L"),
+    "limit_L_unordered": ({"c5": {"limit": {"L": [300, 200, 100]}}}, "c5.limit.L"),
+    "confirm_one_replicate": ({"c5": {"confirm": {"replicates": [{"seed": 2028, "init_seed": 16, "eval_seed": 31340}]}}},
+                              "c5.confirm.replicates"),
     "duplicate_criterion_id": ({"c5": {"consistency_checks": [
         {"id": "C5a", "statement": "s", "reason": "r", "all": [{"measured": "n_below_bayes_3se", "op": "==", "value": 0}]}]}},
         "criterion id 'C5a' appears twice"),

@@ -162,6 +162,11 @@ def _c1_side(below: bool):
     return need
 
 
+def _c1_exponent(cfg, path):
+    n = len((cfg["c1"].get("exponent") or {}).get("lambda") or [])
+    return None if n >= 2 else f"needs at least 2 c1.exponent.lambda values (the sweep across the threshold), has {n}"
+
+
 def _c3_seed_order(cfg, path):
     if not cfg["c3"].get("offblock_seed_order", True):
         return "needs c3.offblock_seed_order: true (the runs trained without pair summation)"
@@ -189,7 +194,7 @@ def _c4_fractions(admissible: bool):
 # where the metric exists, else the reason it does not (checked with the names, :func:`check_config`)
 REQUIRES: dict[str, list] = {
     "c1": [("fits.*", _probe_present("c1")), ("summary.gauss_below.{dev,slope,rel_se_max}", _c1_side(True)),
-           ("summary.gauss_above.{dev,slope,rel_se_max}", _c1_side(False))],
+           ("summary.gauss_above.{dev,slope,rel_se_max}", _c1_side(False)), ("summary.exponent", _c1_exponent)],
     "c2": [("fits.*", _probe_present("c2")), ("summary.*.below.{dev,rel_se_max}", _c1_side(True)),
            ("summary.*.above.{dev,slope}", _c1_side(False))],  # C2's summary: C1's probes
     "c3": [("offblock.seed_order", _c3_seed_order),
