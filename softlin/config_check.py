@@ -16,13 +16,13 @@ import re
 
 import numpy as np
 
-from .claims import metric_names
+from .claims import metric_names, registry
 from .tasks import check_sigma
 
 # a name the config gives (a setting, a label) becomes part of a file path or of a metric path:
 # a letter or digit first, then letters, digits, '_' and '-' (no '/', '.', space or '..')
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-CLAIMS_WITH_SETTINGS = ("c3", "c1", "c4")
+CLAIMS_WITH_SETTINGS = tuple(c.id for c in registry.CLAIMS if c.settings)  # c1, c3, c4
 BAND_OPS = ("between", "outside")
 # the C5 plateau test's weakest allowed form (docs/faults.md#guards): the flatness window holds at
 # least MIN_WINDOW_POINTS log points, and flags an end slope of max_rel_drop / window_frac (the

@@ -1,7 +1,7 @@
-"""sympy derivations S1-S7 of the softlin reproduction (docs/maths.md#symbolic), printable and exported.
+"""sympy derivations of the softlin reproduction (docs/maths.md#symbolic; their ids: symbolic.registry), printable and exported.
 
 Importing the package is light (``symbolic.files``, the ground floor, needs neither sympy nor a
-derivation): the derivations S1..S7 register themselves the first time one of the names below is
+derivation): the derivations register themselves the first time one of the names below is
 used (``symbolic.get("S2")``, ``symbolic.write_all(...)``), or ``symbolic.core.get`` is called.
 """
 import importlib

@@ -1,4 +1,4 @@
-"""Derivation record, registry of S1..S7, and text / Markdown / JSON rendering."""
+"""Derivation record, the registered derivations (symbolic.registry), and text / Markdown / JSON rendering."""
 from __future__ import annotations
 
 import functools
@@ -11,11 +11,11 @@ import sympy as sp
 from . import cache
 from .derivation import Derivation
 from .files import write_text
+from .registry import DERIVATION_MODULES
 
 DERIVATIONS: dict[str, Callable[..., "Derivation"]] = {}
-# the module that registers each derivation (imported on first use: by get, that one only)
-DERIVATION_MODULES = {"S1": "s1_tilt", "S2": "s2_population", "S3": "s3_parity", "S4": "s4_euler",
-                      "S5": "s5_threshold", "S6": "s6_baselines", "S7": "s7_first_order"}
+# DERIVATION_MODULES (symbolic.registry): the module that registers each derivation (imported on
+# first use: by get, that one only)
 
 
 def register_all() -> None:

@@ -322,7 +322,9 @@ def test_seed_log_outcome_through_seedlog_module():
 def test_config_criteria_are_well_formed():
     """Every criterion and consistency check of C1-C5 has tests; a consistency check says why it is
     one; a criterion changed after a run says so in added_after_run (a non-empty reason)."""
-    for claim in ("c1", "c2", "c3", "c4", "c5"):
+    from softlin.claims.registry import IDS
+
+    for claim in IDS:
         for c in CONFIG[claim]["criteria"] + CONFIG[claim].get("consistency_checks", []):
             assert c["all"], c["id"]
             if "added_after_run" in c:

@@ -19,6 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from softlin.claims import registry
+
 from helpers import ROOT, SMOKE, copy_repo
 
 
@@ -126,7 +128,7 @@ def test_c3_knob_reruns_only_c3_and_its_consumers(dry):
 
 def test_plotting_edit_reruns_only_figures(dry):
     jobs = planned(dry.plots)
-    assert jobs and all(name.endswith("_figure") or name in ("c1", "c2", "c3", "c4", "c5", "all")
+    assert jobs and all(name.endswith("_figure") or name in (*registry.IDS, "all")
                         for name in jobs), jobs
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from . import registry
+
 # leaves of one fit of a decay (softlin.metrics: slope over L and its diagnostics)
 _FIT = "{slope,slope_se,slope_full,slope_full_se,fit_L,n_increases,first,last,ratio,slope_last4," \
        "slope_last4_se,rel_se_max,rel_se_last,last_over_se,slope_plus_beta,max}"
@@ -297,7 +299,7 @@ def check_config(cfg: dict) -> None:
     """ValueError (one line: claim, criterion, path) for the first ``measured`` of a criterion or a
     consistency check that names no metric of its claim, or one its claim does not compute under
     the configured options (:data:`REQUIRES`)."""
-    for claim in METRICS:
+    for claim in registry.IDS:  # every registered claim has its patterns here (KeyError otherwise)
         sec = cfg.get(claim)
         if not sec:
             continue

@@ -1,5 +1,6 @@
-# The sympy derivations S1-S7 (docs/maths.md#symbolic), written for a reader and for the report.
-SYMBOLIC_IDS = ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
+# The sympy derivations (docs/maths.md#symbolic; their ids: symbolic/registry.py), written for a reader and for the report.
+from symbolic.registry import IDS as SYMBOLIC_IDS
+from symbolic.registry import SPAN as SYMBOLIC_SPAN
 
 
 rule symbolic:
@@ -19,6 +20,6 @@ rule symbolic:
     log:
         logfile("symbolic", "derive"),
     message:
-        "Symbolic: deriving S1-S7 with sympy"
+        f"Symbolic: deriving {SYMBOLIC_SPAN} with sympy"
     script:
         "../scripts/symbolic_write.py"

@@ -1,4 +1,4 @@
-"""Rule symbolic: write S1-S7 (Markdown, JSON, HTML) to results/symbolic/."""
+"""Rule symbolic: write every registered derivation (symbolic.registry; Markdown, JSON, HTML) to results/symbolic/."""
 from pathlib import Path
 
 import symbolic

@@ -1,0 +1,97 @@
+"""The workflow's config module (softlin.workflow_config) and the code-input closure (softlin.code_inputs),
+without a Snakemake run: merging, typing, presets, validation with defaults, imports read with ast."""
+
+import copy
+import textwrap
+
+import pytest
+import snakemake.utils
+
+from softlin import code_inputs
+from softlin import workflow_config as wc
+
+from helpers import ROOT
+
+SCHEMA_PATH = ROOT / wc.SCHEMA
+PRESETS = sorted(p.stem for p in (ROOT / wc.PRESETS).glob("*.yaml"))
+
+
+def _raw(preset: str) -> dict:
+    """config.yaml with the preset merged over it, not yet validated."""
+    base = wc.read_yaml(ROOT / wc.CONFIG)
+    return wc.deep_merge(base, wc.preset_config(ROOT, preset))
+
+
+def _sparse(cfg: dict) -> dict:
+    """``cfg`` with every key the schema defaults removed from its sections (so the filling matters)."""
+    out = copy.deepcopy(cfg)
+    for sec in ("c1", "c2", "c3", "c4", "c5"):
+        for key in ("threads", "eval", "replicates", "confirm", "limit", "offblock_rate", "probes"):
+            out.get(sec, {}).pop(key, None)
+    return out
+
+
+@pytest.mark.parametrize("preset", ["default", *PRESETS])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_validation_fills_what_snakemakes_validate_fills(preset, sparse):
+    """softlin.workflow_config.validate (jsonschema, schema parsed by libyaml) and
+    snakemake.utils.validate (its own loader) fill in exactly the same config, defaults included."""
+    cfg = _raw(preset)
+    cfg = _sparse(cfg) if sparse else cfg
+    ours, theirs = copy.deepcopy(cfg), copy.deepcopy(cfg)
+    wc.validate(ours, wc.read_yaml(SCHEMA_PATH))
+    snakemake.utils.validate(theirs, schema=str(SCHEMA_PATH))
+    assert ours == theirs
+    if sparse:
+        assert ours != cfg  # the defaults were filled in
+
+
+def test_validation_error_is_one_line_naming_the_key():
+    cfg = _raw("smoke")
+    cfg["c3"]["steps"] = -5
+    with pytest.raises(ValueError, match=r"^config key 'c3.steps': ") as err:
+        wc.validate(cfg, wc.read_yaml(SCHEMA_PATH))
+    assert "\n" not in str(err.value)
+
+
+def test_command_line_values_are_typed_and_override_the_preset():
+    """--config's nested values arrive as strings (YAML BaseLoader): typed before merging; the
+    order is defaults <- preset <- command line."""
+    assert wc.typed({"a": "1000", "b": ["0.5", "true", "null", "adam"]}) == {"a": 1000, "b": [0.5, True, None, "adam"]}
+    smoke = wc.merged(ROOT, {"preset": "smoke"})
+    cfg = wc.merged(ROOT, {"preset": "smoke", "c3": {"lr": "0.02"}})
+    assert cfg["c3"]["lr"] == 0.02 and cfg["c3"]["steps"] == smoke["c3"]["steps"]
+    assert smoke["c3"]["steps"] == _raw("smoke")["c3"]["steps"] != _raw("default")["c3"]["steps"]
+
+
+@pytest.mark.parametrize("bad", ["nonexistent", "../presets/smoke", 3])
+def test_unknown_preset_is_refused(bad):
+    with pytest.raises(ValueError, match="config key 'preset': unknown preset"):
+        wc.merged(ROOT, {"preset": bad})
+
+
+def test_non_finite_number_is_refused():
+    with pytest.raises(ValueError, match=r"config key 'c3.lr': nan is not a finite number"):
+        wc.merged(ROOT, {"c3": {"lr": "nan"}})
+
+
+def test_code_inputs_follow_every_kind_of_import(tmp_path):
+    """Absolute, relative, lazy (inside a function), ``from pkg import module`` and ``from module
+    import name`` imports are followed transitively; comments, strings and other packages are not."""
+    files = {
+        "softlin/__init__.py": "",
+        "softlin/a.py": "from . import b\nfrom .sub.c import helper\n",
+        "softlin/b.py": "import numpy\n# import softlin.never\ns = 'import softlin.never2'\n",
+        "softlin/sub/__init__.py": "",
+        "softlin/sub/c.py": "def helper():\n    from ..d import x\n    return x\n",
+        "softlin/d.py": "x = 1\n",
+        "softlin/never.py": "", "softlin/never2.py": "", "softlin/unused.py": "",
+        "workflow/scripts/job.py": "import os\nfrom softlin import a\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    got = code_inputs.closure(tmp_path, tmp_path / "workflow/scripts/job.py")
+    want = ["softlin/__init__.py", "softlin/a.py", "softlin/b.py", "softlin/d.py", "softlin/sub/__init__.py",
+            "softlin/sub/c.py", "workflow/scripts/job.py"]
+    assert got == sorted(str(tmp_path / w) for w in want)
