@@ -67,3 +67,10 @@ def test_derivation_registry_matches_its_modules():
     assert set(core.DERIVATIONS) == set(sym.IDS)
     maths = (ROOT / "docs" / "maths.md").read_text()
     assert all(f"* **{did}**" in maths for did in sym.IDS)  # its entry in section 12
+
+
+def test_slurm_profile_groups_are_registered():
+    """The SLURM profile packs only groups some claim registers (and its rules declare)."""
+    profile = wc.read_yaml(ROOT / "workflow" / "profiles" / "slurm" / "config.yaml")
+    registered = {g for c in registry.CLAIMS for g in c.slurm_groups}
+    assert set(profile.get("group-components") or {}) <= registered
