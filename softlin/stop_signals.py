@@ -5,8 +5,8 @@ Alone, Snakemake lets running jobs run to their end: on Ctrl-C sent to its proce
 :func:`forward_to_jobs` makes either signal send SIGTERM to every process below this one first (a
 C5 training job stops within a fraction of a second, its last checkpoint kept:
 :class:`softlin.checkpoint.Stop`), then lets Snakemake handle an interrupt as it does Ctrl-C
-(it cancels the jobs and exits).  The workflow installs it for SIGINT when it is read and for
-SIGTERM when it starts (``onstart``: Snakemake installs its own SIGTERM handler in between).
+(it cancels the jobs and exits).  The workflow installs it for both when it starts (``onstart``,
+after Snakemake's own handlers, which it chains to).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from helpers import SMOKE, SNAKEMAKE, copy_repo, smk
 
 C3_DAMAGED = ("results/c3/verdict.json", "results/c3/c3_per_seed.csv", "results/c3/trajectories/isotropic_s777.npz")
@@ -63,16 +65,19 @@ def test_other_working_directory_plans_every_claim(tmp_path):
     assert not (tmp_path / "results").exists() and not (clone / "results").exists()
 
 
-def test_sigterm_to_snakemake_stops_training_within_a_second(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_to_snakemake_stops_training_within_a_second(tmp_path, sig):
     """Before: SIGTERM to ``snakemake`` waited for running jobs (a C5 training ran on for minutes).
-    Now it reaches the training job at once, which stops with its checkpoint, as for SIGINT."""
+    Now it reaches the training job at once, which stops with its checkpoint; SIGINT to
+    ``snakemake`` alone likewise (both forwarded as SIGTERM, installed at ``onstart``)."""
     repo = copy_repo(tmp_path / "repo")
     ck = repo / "results/c5/checkpoints/L10+20+50.npz"
     log = repo / "results/logs/c5/train_L10+20+50.log"
     with open(tmp_path / "out", "w") as out:
         proc = subprocess.Popen([*SNAKEMAKE, "--cores", "2", "c5", *SMOKE, "c5={steps: 400000, chunk: 4000}"],
                                 cwd=repo, env=dict(os.environ, PYTHONPATH=str(repo)), stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + 300
             while not ck.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -81,7 +86,7 @@ def test_sigterm_to_snakemake_stops_training_within_a_second(tmp_path):
             time.sleep(0.5)                                  # the next chunk (~5 s) is in flight
             seen = len(log.read_text())
             t0 = time.perf_counter()
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
             stopped = None
             while proc.poll() is None and time.perf_counter() - t0 < 60:
                 if stopped is None and "stopped by SIGTERM" in log.read_text()[seen:]:

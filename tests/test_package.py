@@ -119,7 +119,7 @@ def test_symbolic_imports_nothing_of_softlin():
 def _module_graph() -> dict[str, set[str]]:
     """{module: the project modules it imports}, every import statement (lazy ones included, relative
     ones resolved), read from the syntax trees of softlin/ and symbolic/ (independent of the
-    workflow's regular expression in common.smk)."""
+    workflow's closure in softlin/code_inputs.py)."""
     import ast
 
     files = {}
