@@ -26,6 +26,7 @@ def test_claim_is_wired_everywhere(claim):
     text = (RULES / claim.rules).read_text()
     assert f'include: "workflow/rules/{claim.rules}"' in (ROOT / "Snakefile").read_text()
     assert re.search(rf"^rule {claim.id}:$", text, re.M) and f"ALL_TARGETS.extend(rules.{claim.id}." in text
+    assert re.search(rf'^\s+(json|metrics)="{re.escape(claim.metrics)}",$', text, re.M), claim.metrics
     for caption in (*claim.captions, registry.VERDICT_CAPTION):
         assert (ROOT / "workflow" / "report" / caption).is_file(), caption
         assert f'category="{claim.title}", caption="../report/{caption}"' in text, caption

@@ -270,3 +270,43 @@ def test_other_seeds_one_config_value_away(dry):
     assert "C3-seed-log, C3-seed-log-outcome: NOT APPLICABLE" in md and "isotropic_gauss: 842, 855" in md
     checks = json.loads((dry.seeds_repo / "results" / "c3" / "consistency.json").read_text())
     assert not {c["id"] for c in checks} & {"C3-seed-log", "C3-seed-log-outcome"}
+
+
+# metric names a criterion may measure (softlin/claims/metric_names.py) that the smoke build's metrics
+# files do not hold: written only under other options (the seed-log comparison, C5's replicate
+# summary) or by no metrics job at all (found when this test was written; a criterion naming one
+# would fail in its verdict job, after the training: left to the owners of those metrics)
+UNWRITTEN_AT_SMOKE = {
+    "c1": {"fits.{c1_setting}/*.max"},
+    "c2": {f"fits.{{c1_setting}}/*.{s}.max" for s in ("U", "v", "pooled_U", "pooled_v", "blockrms_U", "blockrms_v")}
+    | {f"fits.{{c1_setting}}/*.{s}.last_over_se" for s in ("U", "v")}
+    | {f"trajectory.{{c2_trajectory}}.{s}.{k}" for s in ("U", "v", "full") for k in ("last_over_se", "slope_plus_beta")},
+    "c3": {f"fits.{{c3_fit}}.monotone_{x}" for x in ("D_inf_max", "D_linL_max", "R_pop_at_L", "dist_bayes")}
+    | {"fits.{c3_fit}.offblock_softmax_max", "seed_log.n_compared", "seed_log.n_mismatch", "seed_log.outcome_n_differ"},
+    "c4": set(),
+    "c5": {"n_seeds", "seeds"},
+}
+
+
+def _leaf_paths(node, prefix=""):
+    """Every dotted path of a metrics JSON (list entries by index)."""
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _leaf_paths(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(node, list):
+        return [prefix] + [p for i, v in enumerate(node) for p in _leaf_paths(v, f"{prefix}.{i}")]
+    return [prefix]
+
+
+@pytest.mark.parametrize("claim", registry.CLAIMS, ids=registry.IDS)
+def test_metric_names_are_written_by_the_metrics_job(smoke_built, claim):
+    """The metric names a criterion may use (the config check's list) and the metrics file the claim
+    writes (its registry entry) agree: every name is in the smoke build's file, but the known few."""
+    from softlin import workflow_config
+    from softlin.claims import metric_names
+    from softlin.io import load_json
+
+    cfg = workflow_config.merged(ROOT, {"preset": "smoke"})
+    paths = _leaf_paths(load_json(smoke_built / claim.metrics))
+    unwritten = {name for name, regex in metric_names.alternatives(claim.id, cfg).items()
+                 if not any(regex.fullmatch(p) for p in paths)}
+    assert unwritten <= UNWRITTEN_AT_SMOKE[claim.id], unwritten - UNWRITTEN_AT_SMOKE[claim.id]

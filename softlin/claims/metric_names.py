@@ -266,6 +266,23 @@ def _split(pattern: str) -> list[str]:
     return out + [cur]
 
 
+def alternatives(claim: str, cfg: dict) -> dict[str, re.Pattern]:
+    """Every name of :data:`METRICS` with its brace lists of literals expanded (one entry per
+    alternative, ``{placeholders}`` and ``*`` kept): ``{name: regex of it and everything below it}``,
+    for checking that a metrics file defines each (tests/test_workflow.py)."""
+    import itertools
+
+    values = placeholders(cfg)
+    out = {}
+    for pattern in METRICS[claim]:
+        parts = re.split(r"(\{[^{}]*\})", pattern)
+        opts = [p[1:-1].split(",") if p.startswith("{") and p[1:-1] not in values else [p] for p in parts]
+        for combo in itertools.product(*opts):
+            name = "".join(combo)
+            out[name] = re.compile(r"\.".join(_segment_regex(s, values) for s in _split(name)) + r"(?:\..*)?")
+    return out
+
+
 def compile_patterns(claim: str, cfg: dict) -> list[re.Pattern]:
     """Regular expressions of the paths ``claim`` defines under ``cfg`` (KeyError: unknown claim)."""
     values = placeholders(cfg)
