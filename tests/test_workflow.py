@@ -114,7 +114,7 @@ def test_nothing_changed_nothing_planned(dry):
 
 # C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so
 # a C3 protocol change legitimately reruns that C2 job and C2's summaries; nothing else.
-C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2", "verdict_overview"}
+C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2", "verdict_overview", "report_front"}
 
 
 def test_c3_knob_reruns_only_c3_and_its_consumers(dry):
@@ -204,7 +204,8 @@ def test_c5_test_set_change_reruns_no_training(dry):
     before = planned(dry.nothing)
     jobs = planned(dry.c5_test_set)
     assert "c5_metrics" in jobs and "c5_train" not in jobs, jobs
-    assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "verdict_overview", "all"}, jobs
+    assert set(jobs) - set(before) <= {"c5_metrics", "c5_figure", "c5_verdict", "c5", "verdict_overview", "report_front",
+                                       "all"}, jobs
 
 
 def test_plot_style_change_redraws_only_its_figure(dry):
