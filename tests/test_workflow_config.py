@@ -95,3 +95,25 @@ def test_code_inputs_follow_every_kind_of_import(tmp_path):
     want = ["softlin/__init__.py", "softlin/a.py", "softlin/b.py", "softlin/d.py", "softlin/sub/__init__.py",
             "softlin/sub/c.py", "workflow/scripts/job.py"]
     assert got == sorted(str(tmp_path / w) for w in want)
+
+
+def test_import_cache_file_is_reused_and_follows_edits(tmp_path, monkeypatch):
+    """A second process (a fresh ImportCache on the same file) parses nothing; an edited file
+    (another size) is parsed again and its new import followed."""
+    for name, text in {"softlin/__init__.py": "", "softlin/a.py": "x = 1\n", "softlin/b.py": "",
+                       "workflow/scripts/job.py": "from softlin import a\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    script, store = tmp_path / "workflow/scripts/job.py", tmp_path / ".snakemake" / "imports.json"
+    first = code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store))
+    assert store.is_file() and str(tmp_path / "softlin/b.py") not in first
+
+    def no_parse(*args):
+        raise AssertionError("parsed although cached")
+
+    with monkeypatch.context() as m:
+        m.setattr(code_inputs, "_raw_imports", no_parse)
+        assert code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store)) == first
+    (tmp_path / "softlin/a.py").write_text("from . import b\nx = 1\n")
+    again = code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store))
+    assert again == sorted(first + [str(tmp_path / "softlin/b.py")])

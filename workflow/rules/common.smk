@@ -43,11 +43,14 @@ def report_front_page():
     return str(front.resolve() if front.exists() else Path(workflow.basedir) / "workflow" / "report" / "workflow.rst")
 
 
+IMPORTS = code_closure.ImportCache(Path(".snakemake") / "softlin-imports.json")  # each file's imports, by mtime
+
+
 def code_inputs(script):
     """Every project source file a rule's ``script`` runs (softlin.code_inputs.closure: the script,
     the softlin / symbolic modules it imports, transitively). Editing any of them reruns the rule."""
     root = Path(workflow.basedir)
-    return sorted(source(f) for f in code_closure.closure(root, root / "workflow" / "scripts" / script))
+    return sorted(source(f) for f in code_closure.closure(root, root / "workflow" / "scripts" / script, IMPORTS))
 
 
 def source(path):
