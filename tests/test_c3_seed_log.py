@@ -61,16 +61,16 @@ def test_seed_log_comparison_not_applicable_at_other_seeds():
     """The seed log's runs (isotropic and anisotropic 777, 790; Rademacher 777) against a run's
     seeds: all present (the default, or more seeds from the same seed0) -> nothing missing; another
     seed0 -> every one missing, and the page says NOT APPLICABLE with both seed lists."""
-    from softlin.claims import seedlog
+    from softlin.claims import c3_seed_log
 
     def rows(seeds, rad):
         return ([dict(setting=s, token_kind="gauss", seed=x, L=8) for s in ("isotropic", "anisotropic") for x in seeds]
                 + [dict(setting="isotropic", token_kind="rademacher", seed=x, L=8) for x in rad])
 
-    assert seedlog.missing_seeds(SEED_LOG, rows([777 + 13 * i for i in range(20)], [777, 790, 803])) == {}
-    assert seedlog.missing_seeds(SEED_LOG, rows([777], [777])) == {"isotropic_gauss": [790], "anisotropic_gauss": [790]}
+    assert c3_seed_log.missing_seeds(SEED_LOG, rows([777 + 13 * i for i in range(20)], [777, 790, 803])) == {}
+    assert c3_seed_log.missing_seeds(SEED_LOG, rows([777], [777])) == {"isotropic_gauss": [790], "anisotropic_gauss": [790]}
     other = rows([842, 855], [842])
-    missing = seedlog.missing_seeds(SEED_LOG, other)
+    missing = c3_seed_log.missing_seeds(SEED_LOG, other)
     assert missing == {"isotropic_gauss": [777, 790], "anisotropic_gauss": [777, 790], "isotropic_rademacher": [777]}
-    md = seedlog.not_applicable_markdown(["C3-seed-log", "C3-seed-log-outcome"], missing, other)
+    md = c3_seed_log.not_applicable_markdown(["C3-seed-log", "C3-seed-log-outcome"], missing, other)
     assert "C3-seed-log, C3-seed-log-outcome: NOT APPLICABLE" in md and "isotropic_gauss: 842, 855" in md

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from softlin import student, verdict
-from softlin.claims import c3, c3_notes, seedlog
+from softlin.claims import c3, c3_notes, c3_seed_log
 
 LS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 
@@ -213,7 +213,7 @@ def test_seed_log_block_reads_the_seed_logs_seeds_only():
                   offblock_seed_order_inf_rate=0.0, offblock_seed_order_inf_peak_rate=0.0) for s in range(4)]
     log = {"runs": [{"setting": "isotropic", "token_kind": "gauss", "seed": 777},
                     {"setting": "isotropic", "token_kind": "gauss", "seed": 790}]}
-    block = seedlog.seed_log_metrics({"infos": infos}, rows, log)
+    block = c3_seed_log.seed_log_metrics({"infos": infos}, rows, log)
     alone = c3.fit_block(_rows(D[:2], R[:2], dist[:2], R_init[:2], norm[:2]), "isotropic_gauss", 0.0)
     assert block["fits"]["isotropic_gauss"] == alone
     assert block["fits"]["isotropic_gauss"]["seeds"] == [777, 790]

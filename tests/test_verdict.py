@@ -312,10 +312,10 @@ def test_seed_log_c3_outcome_reproduced():
 
 
 def test_seed_log_outcome_through_seedlog_module():
-    """softlin.claims.seedlog.outcome on the same numbers: no status differs from the config's."""
-    from softlin.claims import seedlog
+    """softlin.claims.c3_seed_log.outcome on the same numbers: no status differs from the config's."""
+    from softlin.claims import c3_seed_log
     rules = CONFIG["c3"]["criteria"] + CONFIG["c3"]["consistency_checks"]
-    n_differ, rows = seedlog.outcome(CONFIG["c3"]["seed_log_outcome"], rules, seed_log_metrics())
+    n_differ, rows = c3_seed_log.outcome(CONFIG["c3"]["seed_log_outcome"], rules, seed_log_metrics())
     assert n_differ == 0 and len(rows) == 11
 
 

@@ -3,7 +3,7 @@ outcome under its own rule among them, read from the seed log's seeds only; not 
 reported so, where the run does not have those seeds)."""
 
 from softlin import verdict, verdict_report
-from softlin.claims import c3_notes, seedlog
+from softlin.claims import c3_notes, c3_seed_log
 from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
@@ -12,14 +12,14 @@ i = snakemake.input  # noqa: F821
 log = Progress(snakemake.log[0], "c3 verdict")  # noqa: F821
 criteria, checks, metrics, extra = list(p.criteria), list(p.checks), load_json(i.metrics), ""
 per_seed, seed_log = load_csv(i.per_seed).to_dict("records"), load_json(i.seed_log)
-missing = seedlog.missing_seeds(seed_log, per_seed) if p.compare_seed_log else {}
+missing = c3_seed_log.missing_seeds(seed_log, per_seed) if p.compare_seed_log else {}
 if p.compare_seed_log and not missing:
-    metrics, extra = seedlog.with_comparison(metrics, seed_log, per_seed, dict(p.seed_log_outcome), criteria + checks)
+    metrics, extra = c3_seed_log.with_comparison(metrics, seed_log, per_seed, dict(p.seed_log_outcome), criteria + checks)
 else:  # another protocol, or other seeds than the seed log's: nothing to compare with
     skipped = [c["id"] for c in checks if any(t["measured"].startswith("seed_log.") for t in c["all"])]
     checks = [c for c in checks if c["id"] not in skipped]
     if missing:
-        extra = seedlog.not_applicable_markdown(skipped, missing, per_seed)
+        extra = c3_seed_log.not_applicable_markdown(skipped, missing, per_seed)
         log(f"{', '.join(skipped)}: NOT APPLICABLE (the seed log's seeds are not in this run)")
 notes = c3_notes.notes_markdown([verdict.evaluate(c, metrics, p.z) for c in criteria], metrics, p.z)
 verdict_report.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
