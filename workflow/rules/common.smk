@@ -16,7 +16,7 @@ PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
 REPORT_FRONT = "results/report_front.rst"  # the report's first page (rule report_front)
-globals().update(RuleParams(config, SIGMAS).exported())  # c3_runs(), c5_replicate_dir(name), ...
+globals().update(RuleParams(config, SIGMAS).exported())  # softlin.rule_params.EXPORTED: c3_runs(), c5_replicate_dir(name), ...
 if not (workflow.remote_exec or workflow.subprocess_exec):  # the planning process only, not each job
     # before the DAG is built: a damaged output (not what its seal says) is set aside, so the run rebuilds it
     outputs.check_outputs()
