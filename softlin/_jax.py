@@ -2,6 +2,23 @@
 
 The cache (``$SOFTLIN_JAX_CACHE``, default ``~/.cache/softlin/jax``; ``SOFTLIN_JAX_CACHE=off``
 disables it) lets a workflow job reuse the executables another job compiled for the same shapes.
+
+Why at import time: JAX's settings are process-wide and ``jax_enable_x64`` must hold before the
+first array is made (an array made before it stays float32), so every module takes ``jax``/``jnp``
+from here and gets float64 whatever imports first; an explicit ``setup()`` each entry point (rule
+scripts, tests, benches, ``python -m``) had to call would be forgotten once and silently compute in
+float32.  The updates use only JAX's public ``jax.config``.
+
+Why one private hook remains (:func:`_drop_unreadable_cache_entries`, issue 25): an entry that
+fails to read (truncated, garbled) is, in JAX 0.10, warned about and compiled again on every run,
+and never replaced (``LRUCache.put`` keeps an existing key).  JAX has no public hook for it:
+``jax_raise_persistent_cache_errors`` only turns the warning into an exception at the ``jit``
+call, naming the module, not the entry; checking every entry at import would read the whole cache
+each start and still need JAX's private format.  The hook wraps
+``jax._src.compilation_cache.get_executable_and_time`` (no other change), is skipped where that
+name is missing (JAX's own behaviour then: warn, recompile), and tests/test_caches.py
+(``test_unreadable_jax_cache_entry_is_removed``) fails on a JAX whose layout drops it, so an
+upgrade cannot lose it silently.
 """
 
 import os

@@ -23,6 +23,8 @@ import math
 import re
 from pathlib import Path
 
+from .verdict_report import verdicts_of
+
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)"
 MD_READING = re.compile(rf"`([^`]+)` = ({NUM}) \+/- ({NUM})")
 MD_STATUS = re.compile(r"^\|\s*([^|]+?)\s*\|\s*\*\*(PASS|FAIL|INCONCLUSIVE)\*\*\s*\|")
@@ -73,7 +75,7 @@ def read(path) -> tuple[dict, dict]:
     """:func:`entries_from_verdicts` of a ``.json`` file, :func:`entries_from_markdown` of a ``.md`` one."""
     p = Path(path)
     if p.suffix == ".json":
-        return entries_from_verdicts(json.loads(p.read_text()))
+        return entries_from_verdicts(verdicts_of(json.loads(p.read_text())))
     if p.suffix == ".md":
         return entries_from_markdown(p.read_text())
     raise ValueError(f"{path}: expected a verdict.json or verdict.md")

@@ -1,6 +1,7 @@
 """Verdicts as the reader meets them: each claim's ``verdict.json`` / ``verdict.md`` / ``verdict.html``
 (the verdict table, the consistency checks in their own labelled table) and the overview of every
-claim (``results/verdicts.md`` / ``.rst``).  The decision itself is :mod:`softlin.verdict`."""
+claim (``results/verdicts.md``; its ``.rst`` for the report: :mod:`softlin.verdict_page`).  The decision
+itself is :mod:`softlin.verdict`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 
 from . import family, student
 from .io import dumps_json, write_text
+from .revision import code_revision, revision_line
 from .verdict import DEFAULT_Z, STATUSES, evaluate
 
 
@@ -108,10 +110,11 @@ RULE_TEXT = ("Decision rule: a test holds if it holds at the unfavourable end of
 
 
 def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
-                checks: list[dict] | None = None) -> str:
+                checks: list[dict] | None = None, revision: str | None = None) -> str:
     """A verdict table in Markdown: the decision rule, the criteria added or changed after a run listed
-    under it, then the consistency checks (a separate table, not verdicts), then optional extra sections."""
-    lines = [f"# {claim.upper()} verdict: {title}", ""]
+    under it, then the consistency checks (a separate table, not verdicts), then optional extra sections;
+    ``revision`` (:mod:`softlin.revision`), when given, is a paragraph of one line under the title."""
+    lines = [f"# {claim.upper()} verdict: {title}", ""] + ([revision_line(revision), ""] if revision is not None else [])
     z = next((v["z"] for v in verdicts + (checks or [])), None)
     if z is not None:
         lines += [RULE_TEXT.format(z=_fmt(z), level=student.level(z), alpha=student.alpha(z)), ""]
@@ -147,22 +150,34 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
     return "\n".join(lines) + ("\n" + extra if extra else "")
 
 
+def verdicts_of(doc) -> list[dict]:
+    """The verdicts of a loaded ``verdict.json``: ``{"revision", "verdicts"}``, or a bare list (the
+    form written before the revision was recorded, e.g. committed snapshots under docs/)."""
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, Mapping) and isinstance(doc.get("verdicts"), list):
+        return doc["verdicts"]
+    raise ValueError("not a verdict.json: expected a list or a mapping with a list 'verdicts'")
+
+
 def write(claim: str, title: str, criteria: list[dict], metrics, json_path, md_path,
           extra_md: str = "", checks: list[dict] | None = None,
-          checks_path=None, z: float = DEFAULT_Z) -> list[dict]:
-    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (a list) and ``verdict.md``
-    (each atomically: a temporary file in the same directory, then a rename).
+          checks_path=None, z: float = DEFAULT_Z, revision: str | None = None) -> list[dict]:
+    """Evaluate ``criteria`` on ``metrics``; write ``verdict.json`` (``{"revision": ..., "verdicts":
+    [...]}``) and ``verdict.md`` (each atomically: a temporary file in the same directory, then a
+    rename).  ``revision``: the code's git revision (default: :func:`softlin.revision.code_revision`).
 
     ``checks`` (consistency checks) are evaluated by the same rule, printed in their own table in
     the Markdown and, when ``checks_path`` is given, written there as a JSON list; never in
     ``verdict.json``.  Returns the verdicts (criteria only).
     """
+    revision = code_revision() if revision is None else revision
     verdicts = [evaluate(c, metrics, z) for c in criteria]
     checked = [evaluate(c, metrics, z) for c in (checks or [])]
-    write_text(json_path, dumps_json(verdicts))
+    write_text(json_path, dumps_json({"revision": revision, "verdicts": verdicts}))
     if checks_path is not None:
         write_text(checks_path, dumps_json(checked))
-    write_text(md_path, to_markdown(claim, title, verdicts, extra_md, checked))
+    write_text(md_path, to_markdown(claim, title, verdicts, extra_md, checked, revision))
     return verdicts
 
 
@@ -194,13 +209,23 @@ def _tallies(claims: Mapping, rows: list[dict], key: str) -> str:
                      for c, rs in by.items())
 
 
-def overview_markdown(claims: Mapping) -> str:
+def overview_revision(revisions: Mapping) -> str:
+    """The code revision of the claims' verdicts (``{claim: revision}``) in one line: the one
+    revision they share, else each claim's."""
+    if len(set(revisions.values())) == 1:
+        return next(iter(revisions.values()))
+    return "; ".join(f"{c.upper()} {r}" for c, r in revisions.items())
+
+
+def overview_markdown(claims: Mapping, revisions: Mapping | None = None) -> str:
     """The table of every verdict (the README's and the report's first page): the raw status, the
-    family-wide status beside it, and the tallies of each (claims and controls apart)."""
+    family-wide status beside it, and the tallies of each (claims and controls apart); ``revisions``
+    (``{claim: revision}`` of its ``verdict.json``), when given, a first paragraph of one line."""
     rows = overview_rows(claims)
     z = next((v["z"] for vs in claims.values() for v in vs), DEFAULT_Z)
-    lines = ["| claim | id | status | family-wide | p (Holm level) | measured (value +/- s.e.) | threshold |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [revision_line(overview_revision(revisions)), ""] if revisions else []
+    lines += ["| claim | id | status | family-wide | p (Holm level) | measured (value +/- s.e.) | threshold |",
+              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['claim']} | {r['id']} | **{r['status']}** | **{r['family']}** | "
                      f"{r['p']:.2g} ({r['holm_level']:.2g}) | {r['reading']} | {r['threshold']} |")
@@ -211,26 +236,6 @@ def overview_markdown(claims: Mapping) -> str:
             "is INCONCLUSIVE (docs/decision_rule.md).\n\n"
             "Tallies of the raw status (consistency checks apart; controls apart): " + _tallies(claims, rows, "status")
             + "\n\nTallies of the family-wide status: " + _tallies(claims, rows, "family") + "\n")
-
-
-def overview_rst(claims: Mapping) -> str:
-    """The same table as reStructuredText (a list-table), for the report's front page."""
-    def cell(text):
-        return text.replace("*", "\\*").replace("`", "").replace("|", "\\|")
-    rows = overview_rows(claims)
-    out = [".. list-table:: Every verdict (claims of the paper; consistency checks in each claim's verdict page); "
-           "status: raw, family-wide: Holm over every criterion (docs/decision_rule.md)",
-           "   :header-rows: 1", "", "   * - claim", "     - id", "     - status", "     - family-wide",
-           "     - p (Holm level)", "     - measured (value +/- s.e.)", "     - threshold"]
-    for r in rows:
-        out += [f"   * - {r['claim']}", f"     - {r['id']}", f"     - {r['status']}", f"     - {r['family']}",
-                f"     - {r['p']:.2g} ({r['holm_level']:.2g})",
-                f"     - {cell(r['reading'])}", f"     - {cell(r['threshold'])}"]
-    z = next((v["z"] for vs in claims.values() for v in vs), DEFAULT_Z)
-    out += ["", f"Tallies of the raw status: {cell(_tallies(claims, rows, 'status'))}", "",
-            f"Tallies of the family-wide status (Holm at {student.alpha(z):.4f}): "
-            f"{cell(_tallies(claims, rows, 'family'))}"]
-    return "\n".join(out) + "\n"
 
 
 def markdown_to_html(md: str) -> str:
@@ -274,10 +279,10 @@ def markdown_to_html(md: str) -> str:
 
 
 def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str = "",
-               checks: list[dict] | None = None) -> None:
+               checks: list[dict] | None = None, revision: str | None = None) -> None:
     """The verdict table (and extra Markdown sections) as a standalone HTML page for the report;
     ``checks`` are already evaluated consistency checks."""
-    write_text(path, markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks)))
+    write_text(path, markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks, revision)))
 
 
 OUTPUT_KEYS = ("json", "md", "html", "consistency")
@@ -297,18 +302,21 @@ def output_paths(paths) -> dict:
 
 
 def publish(claim: str, title: str, criteria: list[dict], metrics, paths, extra_md: str = "",
-            log=None, checks: list[dict] | None = None, z: float = DEFAULT_Z) -> list[dict]:
+            log=None, checks: list[dict] | None = None, z: float = DEFAULT_Z,
+            revision: str | None = None) -> list[dict]:
     """A verdict rule's whole job: the files ``paths["json"]``, ``["md"]``, ``["html"]`` written
     (atomically), one log line per criterion.  ``checks``: the claim's consistency checks (config
     ``consistency_checks``), written to ``paths["consistency"]`` when given and shown in their own
     table.  ``paths`` is a mapping of plain paths; an object with attributes ``json``, ``md``,
     ``html`` (``consistency``) is read the same way.  ``z``: the decision rule's width in standard
-    errors (config ``decision.z``)."""
+    errors (config ``decision.z``).  ``revision``: the code's git revision written into each file
+    (default: read now, :func:`softlin.revision.code_revision`)."""
     out = output_paths(paths)
+    revision = code_revision() if revision is None else revision
     verdicts = write(claim, title, criteria, metrics, out["json"], out["md"], extra_md,
-                     checks, out.get("consistency"), z)
+                     checks, out.get("consistency"), z, revision)
     checked = [evaluate(c, metrics, z) for c in (checks or [])]
-    write_html(out["html"], claim, title, verdicts, extra_md, checked)
+    write_html(out["html"], claim, title, verdicts, extra_md, checked, revision)
     for v in verdicts + checked:
         if log:
             log(f"{v['id']}: {v['status']}" + (" (consistency check)" if v in checked else ""))

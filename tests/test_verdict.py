@@ -5,6 +5,7 @@ the point-estimate rule (z = 0)."""
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from softlin import verdict, verdict_report
+from softlin import verdict, verdict_page, verdict_report
 from softlin.io import write_text
 
 ROOT = Path(__file__).parents[1]
@@ -207,7 +208,9 @@ def test_added_after_run_and_consistency_checks_in_outputs(tmp_path):
     vs = verdict_report.publish("c9", "t", crit, {"x": 0.5, "x_se": 0.1, "x_df": 30}, vars(out), checks=checks)  # plain paths
     assert [v["status"] for v in vs] == ["PASS", "FAIL"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "v.html", "v.json", "v.md"]  # no temporaries
-    saved = json.loads(out.json.read_text())
+    doc = json.loads(out.json.read_text())
+    assert sorted(doc) == ["revision", "verdicts"] and doc["revision"]  # the code's revision: tests/test_revision.py
+    saved = doc["verdicts"]
     assert [v["id"] for v in saved] == ["K1", "K2"]          # the checks are not verdicts
     assert saved[1]["added_after_run"] == "replaced K0 after run 1" and "added_after_run" not in saved[0]
     cons = json.loads(out.consistency.read_text())
@@ -350,8 +353,9 @@ def test_overview_table_counts_claims_only():
     assert "| C8 | A1 | **PASS** | **PASS** | 5.7e-07 (0.023) | b.x = 0.5 +/- 0.1 (df inf, t 2) | `x < 1` |" in md
     assert "| C9 | A1 | **FAIL** | **FAIL** | 0 (0.015) | b.x = 2 (exact) [fails] | `x < 1` |" in md
     assert "C8: 1 PASS, 1 FAIL, 0 INCONCLUSIVE; C9: 0 PASS, 1 FAIL, 0 INCONCLUSIVE" in md
-    rst = verdict_report.overview_rst(claims)
-    assert rst.count("   * - C8") == 2 and rst.count("   * - C9") == 1
+    rst = verdict_page.overview_rst(claims)
+    heads = re.findall(r'<tr class="softlin-claim"><th colspan="\d+">(C\d)</th></tr>', rst)
+    assert heads == ["C8", "C9"] and rst.count("<tr><td><b ") == 3
 
 
 def test_threshold_of_a_criterion_with_a_precondition_is_not_garbled():
