@@ -141,6 +141,19 @@ def c5_task(mode="correct"):
     return online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1, None, mode)
 
 
+def optimizer(name, lr, **fields):
+    """``optim.Optimizer(name, lr, **fields)``, every other field the schema's default of
+    ``c5.optimizer`` (its one home; ``steps`` 1 unless given: ``online.train`` sets its own)."""
+    import yaml
+
+    from softlin import optim
+
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    props = schema["properties"]["c5"]["properties"]["optimizer"]["properties"]
+    values = {**{k: v["default"] for k, v in props.items()}, "steps": 1, **fields, "name": name, "lr": lr}
+    return optim.Optimizer(**{k: values[k] for k in optim.Optimizer._fields})
+
+
 def cov_ok(samples, target, n_se=5.0):
     """Sample covariance (mean known to be 0) within ``n_se`` standard errors of ``target``,
     entry-wise; SE of entry (i, j) for Gaussian data: sqrt((S_ii S_jj + S_ij^2) / N)."""
