@@ -202,6 +202,6 @@ def test_verdict_outputs_are_kept_until_the_new_ones_are_written():
         text = smk.read_text()
         block = text[text.index("rule c" + smk.name[1] + "_verdict:"):]
         block = block[:block.index("params:")]
-        outs = re.findall(r'"(results/c\d/[a-z]+\.(?:json|md|html))"', block)
+        outs = re.findall(r'"(results/(?:c\d|\{c\d_run\})/[a-z]+\.(?:json|md|html))"', block)  # c5: every run's
         assert len(outs) == 4, (smk.name, outs)
         assert all(f'update("{o}")' in block for o in outs), smk.name
