@@ -54,6 +54,18 @@ def test_peak_rate_finds_a_growth_that_saturated():
     assert c3.peak_growth_rate(steps, np.full(steps.size, 3e-18), 6, 1e-14) == 0.0
 
 
+def test_growth_rate_settings_come_from_the_config_only():
+    """C3d's fit settings (c3.offblock_rate: records, floor, grow_rate) have one home, the schema's
+    defaults: no function of the chain takes a default for them."""
+    import inspect
+
+    for fn, names in ((c3.growth_rate, ("n_records", "floor")), (c3.peak_growth_rate, ("n_records", "floor")),
+                      (c3.offblock_growth, ("n_records", "floor")), (c3.seed_rows, ("rate",)),
+                      (c3.offblock_summary, ("grow_rate",)), (c3.summarize_runs, ("rate",))):
+        sig = inspect.signature(fn)
+        assert all(sig.parameters[n].default is inspect.Parameter.empty for n in names), fn.__name__
+
+
 # --------------------------------------------------------------------------- fits across seeds
 def _rows(D, R, dist, R_init, norm, setting="isotropic", seed0=777):
     """Per-seed rows of fit_block from arrays (seed, L)."""

@@ -189,6 +189,7 @@ def test_optimizer_of_reads_every_key_and_defaults_none():
                                                                               "cosine", 600, 7)
     with pytest.raises(KeyError, match="beta2"):
         c5.optimizer_of({"optimizer": {k: v for k, v in o.items() if k != "beta2"}, "steps": 600})
+    assert optim.Optimizer._field_defaults == {}   # the schema is the defaults' one home
 
 
 def test_claim_metrics_rate_and_prediction():
