@@ -14,9 +14,9 @@ SCHEDULES = ("constant", "cosine")
 class Optimizer(NamedTuple):
     """Static optimiser settings (torch semantics).  ``sgd``: ``b <- momentum b + g``,
     ``p <- p - lr_t b``; ``adam``: torch.optim.Adam (bias-corrected moments, ``eps`` outside the
-    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``),
-    times ``min(1, (t + 1) / warmup)`` when ``warmup`` > 0 (a linear warm-up over its first steps).
-    No field has a default: the config's defaults live in the schema alone (``c5.optimizer``)."""
+    root).  ``schedule``: ``constant`` or ``cosine`` over ``steps``, after a linear warm-up over the
+    first ``warmup`` steps when > 0 (the formula: :func:`learning_rate`).  No field has a default:
+    the config's defaults live in the schema alone (``c5.optimizer``)."""
 
     name: str
     lr: float
