@@ -9,7 +9,7 @@ from softlin.claims.c5_protocol import describe
 
 C5 = config["c5"]
 C5_JOBS = [c5_group_name(Ls) for Ls in c5_groups()]
-C5_OPTIMISATION = describe(c5_protocol())  # the run's optimisation in words: captions and messages
+C5_OPTIMISATION = describe(c5_protocol())  # the run's optimisation in words, for the captions
 
 
 wildcard_constraints:
