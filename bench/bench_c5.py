@@ -51,7 +51,7 @@ def child(args):
     normals = jax.jit(lambda s: jax.random.normal(jax.random.fold_in(jax.random.key(0), s),
                                                   (n, 6, max(Ls)), jnp.float32).sum())
     soft = jax.jit(lambda s: stream.step_data(law, key, s, n, U, v, Ls, ()).m1.sum())
-    opt = optim.Optimizer("sgd", 1e-3, steps=10 ** 6)
+    opt = optim.Optimizer("sgd", 1e-3, 0.0, 0.9, 0.999, 1e-8, "constant", 10 ** 6, 0)  # the paper's plain SGD
     n_logs = max(1, args.steps // 10)
 
     def joint(inits):

@@ -22,7 +22,8 @@ b64 = stream.sample(law, key, 7, 16, 45, True)
 np.savez(f"{out}/stream_gpu.npz", zT=np.asarray(b.zT), zq=np.asarray(b.zq), yq=np.asarray(b.yq),
          zT64=np.asarray(b64.zT))
 Ls = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
-setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, optim.Optimizer("sgd", 1e-3, steps=300000))
+sgd = optim.Optimizer("sgd", 1e-3, 0.0, 0.9, 0.999, 1e-8, "constant", 300000, 0)
+setup = online.Setup(Ls, Ls, 128, 100, False, "shared", 2025, sgd)
 p0 = qkvo.init_qkvo(0, 5)
 params = {m: online.stack_runs([p0] * len(Ls)) for m in online.TRAINED_MODELS}
 st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))

@@ -21,7 +21,9 @@ out_dir = sys.argv[2]
 os.makedirs(out_dir, exist_ok=True)
 for spec in sys.argv[3:]:
     name, lr, sched, *mom = spec.split(":")
-    opt = {"name": name, "lr": float(lr), "schedule": sched, "momentum": float(mom[0]) if mom else 0.0}
+    # the job's (validated) optimiser with the candidate's name, rate, schedule, momentum, no warm-up
+    opt = {**cfg["optimizer"], "name": name, "lr": float(lr), "schedule": sched,
+           "momentum": float(mom[0]) if mom else 0.0, "warmup": 0}
     t = time.perf_counter()
     job = c5.train_run({"restarts": 1, "restart_select_frac": 0.1, **cfg, "optimizer": opt}, cfg["L"])
     records.save(os.path.join(out_dir, f"{spec.replace(':', '_')}.npz"), job)

@@ -153,7 +153,7 @@ def _eta(seconds: float) -> str:
 
 
 def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "qkvo", seed: int = 0,
-          init_seed: int = 0, restarts: int = 1, steps: int, batch: int = 128, optimizer: Optimizer | None = None,
+          init_seed: int = 0, restarts: int = 1, steps: int, batch: int = 128, optimizer: Optimizer,
           streams: str = "shared", log_every: int, chunk: int,
           sample_dtype: str = "float32", checkpoint=None, code_version: str = "", progress=None,
           stop_after_chunks: int | None = None) -> dict:
@@ -179,7 +179,7 @@ def train(task: TaskLaw, Ls, models=TRAINED_MODELS, *, parametrisation: str = "q
     Ls = tuple(sorted({int(L) for L in Ls}))
     if steps % chunk or chunk % log_every:
         raise ValueError(f"need log_every | chunk | steps, got {log_every}, {chunk}, {steps}")
-    opt = (optimizer or Optimizer())._replace(steps=int(steps))
+    opt = optimizer._replace(steps=int(steps))
     if opt.name not in OPTIMIZERS or opt.schedule not in SCHEDULES:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, schedule one of {SCHEDULES}")
     # on an accelerator the loop's per-iteration overhead dominates: unroll (CPU: no gain, longer compiles)

@@ -14,18 +14,19 @@ SCHEDULES = ("constant", "cosine")
 class Optimizer(NamedTuple):
     """Static optimiser settings (torch semantics).  ``sgd``: ``b <- momentum b + g``,
     ``p <- p - lr_t b``; ``adam``: torch.optim.Adam (bias-corrected moments, ``eps`` outside the
-    root).  ``schedule``: ``constant`` or ``cosine`` (``lr_t = lr (1 + cos(pi t / steps)) / 2``),
-    times ``min(1, (t + 1) / warmup)`` when ``warmup`` > 0 (a linear warm-up over its first steps)."""
+    root).  ``schedule``: ``constant`` or ``cosine`` over ``steps``, after a linear warm-up over the
+    first ``warmup`` steps when > 0 (the formula: :func:`learning_rate`).  No field has a default:
+    the config's defaults live in the schema alone (``c5.optimizer``)."""
 
-    name: str = "sgd"
-    lr: float = 1e-3
-    momentum: float = 0.0
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-8
-    schedule: str = "constant"
-    steps: int = 1
-    warmup: int = 0
+    name: str
+    lr: float
+    momentum: float
+    beta1: float
+    beta2: float
+    eps: float
+    schedule: str
+    steps: int
+    warmup: int
 
 
 class OptState(NamedTuple):
@@ -38,13 +39,16 @@ def opt_init(p) -> OptState:
     return OptState(z, z)
 
 
-def learning_rate(opt: Optimizer, step):
-    """``lr_t`` at (0-based) ``step``."""
-    lr = jnp.asarray(opt.lr, jnp.float64)
+def learning_rate(opt: Optimizer, step, xp=jnp):
+    """``lr_t = lr (1 + cos(pi t / steps)) / 2`` (cosine; constant: ``lr``) times
+    ``min(1, (t + 1) / warmup)`` (warmup > 0) at (0-based) step ``t``: the schedule's one home.
+    ``step``: scalar or (n,); ``xp``: ``jax.numpy`` (training) or ``numpy`` (the readers'
+    :func:`softlin.claims.c5_convergence.learning_time`), same operations in the same order."""
+    lr = xp.asarray(opt.lr, xp.float64)
     if opt.schedule == "cosine":
-        lr = lr * 0.5 * (1.0 + jnp.cos(jnp.pi * step / opt.steps))
+        lr = lr * 0.5 * (1.0 + xp.cos(xp.pi * step / opt.steps))
     if opt.warmup > 0:
-        lr = lr * jnp.minimum(1.0, (step + 1) / opt.warmup)
+        lr = lr * xp.minimum(1.0, (step + 1) / opt.warmup)
     return lr
 
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .claims.c5_protocol import describe
 from .plots import matplotlib, plt, save
 
 
 def _c5_title(protocol: dict, note: str) -> str:
-    opt = protocol["optimizer"]
-    o = f"{opt['name']} lr {opt['lr']:g}" + (f" momentum {opt['momentum']:g}" if opt.get("momentum") else "") \
-        + (f" {opt['schedule']}" if opt.get("schedule", "constant") != "constant" else "") \
-        + (f" ({opt['warmup']}-step warm-up)" if opt.get("warmup") else "")
     head = (f"C5 (paper Sec. 6): d = {protocol['d']}, KMS {protocol['kms_rho']}, "
             f"noise {protocol['noise_var']}, {protocol['parametrisation']}, covariance "
-            f"{protocol['covariance_mode']}, batch {protocol['batch']}, {o}, {protocol['steps']} steps"
-            + (f" (best of {protocol['restarts']} inits)" if protocol.get("restarts", 1) > 1 else "")
-            + f", {protocol['streams']} stream, {protocol['n_test']} test prompts")
+            f"{protocol['covariance_mode']}, batch {protocol['batch']}, {describe(protocol, short=True)}"
+            f", {protocol['streams']} stream, {protocol['n_test']} test prompts")
     if protocol.get("deviation"):
         head += f"\nDEVIATION FROM THE PAPER: {protocol['deviation']}"
     if protocol.get("scaled_down"):

@@ -141,6 +141,26 @@ def c5_task(mode="correct"):
     return online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1, None, mode)
 
 
+def schema_defaults(*path):
+    """The defaults of the schema's object at ``path`` (``"c3", "offblock_rate"``): ``{key: default}``,
+    read from workflow/schemas/config.schema.yaml, their one home."""
+    import yaml
+
+    node = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    for key in path:
+        node = node["properties"][key]
+    return {k: v["default"] for k, v in node["properties"].items() if "default" in v}
+
+
+def optimizer(name, lr, **fields):
+    """``optim.Optimizer(name, lr, **fields)``, every other field the schema's default of
+    ``c5.optimizer`` (``steps`` 1 unless given: ``online.train`` sets its own)."""
+    from softlin import optim
+
+    values = {**schema_defaults("c5", "optimizer"), "steps": 1, **fields, "name": name, "lr": lr}
+    return optim.Optimizer(**{k: values[k] for k in optim.Optimizer._fields})
+
+
 def cov_ok(samples, target, n_se=5.0):
     """Sample covariance (mean known to be 0) within ``n_se`` standard errors of ``target``,
     entry-wise; SE of entry (i, j) for Gaussian data: sqrt((S_ii S_jj + S_ij^2) / N)."""

@@ -15,6 +15,8 @@ import pytest
 from softlin import tasks as tasks_mod
 from softlin.claims import c3
 
+from helpers import schema_defaults
+
 SEED_LOG = json.loads((Path(__file__).parents[1] / "workflow" / "resources" / "seed_log_c3.json").read_text())
 FMT = SEED_LOG["formats"]
 SIGMA = {"isotropic": np.eye(3), "anisotropic": np.diag([2.0, 1.0, 0.5])}
@@ -28,7 +30,8 @@ def reproduced(request):
     train = tasks_mod.sample(run["seed"], 3, sigma, 48, 2, 4096)
     ev = tasks_mod.sample(run["seed"] + 999983, 3, sigma, 256, 4, 4096)
     traj = c3.train_setting(train, [8, 16], 0.01, 2500, 20, "seed", progress=lambda m: None)
-    rows, info = c3.seed_rows(traj, ev, sigma, [8, 16], 4096, run["setting"], "gauss", run["seed"])
+    rows, info = c3.seed_rows(traj, ev, sigma, [8, 16], 4096, run["setting"], "gauss", run["seed"],
+                              schema_defaults("c3", "offblock_rate"))
     return run, rows, info
 
 

@@ -54,6 +54,18 @@ def test_peak_rate_finds_a_growth_that_saturated():
     assert c3.peak_growth_rate(steps, np.full(steps.size, 3e-18), 6, 1e-14) == 0.0
 
 
+def test_growth_rate_settings_come_from_the_config_only():
+    """C3d's fit settings (c3.offblock_rate: records, floor, grow_rate) have one home, the schema's
+    defaults: no function of the chain takes a default for them."""
+    import inspect
+
+    for fn, names in ((c3.growth_rate, ("n_records", "floor")), (c3.peak_growth_rate, ("n_records", "floor")),
+                      (c3.offblock_growth, ("n_records", "floor")), (c3.seed_rows, ("rate",)),
+                      (c3.offblock_summary, ("grow_rate",)), (c3.summarize_runs, ("rate",))):
+        sig = inspect.signature(fn)
+        assert all(sig.parameters[n].default is inspect.Parameter.empty for n in names), fn.__name__
+
+
 # --------------------------------------------------------------------------- fits across seeds
 def _rows(D, R, dist, R_init, norm, setting="isotropic", seed0=777):
     """Per-seed rows of fit_block from arrays (seed, L)."""
@@ -183,7 +195,7 @@ def test_offblock_summary_against_numpy():
     rates = [(0.0, 0.097), (0.0, 0.0), (0.0, 0.0), (0.0, 0.01)]
     finals = [(1e-18, 1.5e-4), (2e-18, 3e-18), (1e-18, 2e-18), (4e-18, 1e-12)]
     per_seed, infos = _so_rows(rates, finals)
-    so = c3.offblock_summary(per_seed, infos)["seed_order"]
+    so = c3.offblock_summary(per_seed, infos, 1e-3)["seed_order"]
     r256 = np.array([r[1] for r in rates])
     key = "anisotropic_gauss L=256"
     assert so["rate"][key] == pytest.approx(r256.mean(), rel=1e-12)
@@ -213,7 +225,7 @@ def test_seed_log_block_reads_the_seed_logs_seeds_only():
                   offblock_seed_order_inf_rate=0.0, offblock_seed_order_inf_peak_rate=0.0) for s in range(4)]
     log = {"runs": [{"setting": "isotropic", "token_kind": "gauss", "seed": 777},
                     {"setting": "isotropic", "token_kind": "gauss", "seed": 790}]}
-    block = c3_seed_log.seed_log_metrics({"infos": infos}, rows, log)
+    block = c3_seed_log.seed_log_metrics({"infos": infos, "offblock_rate": {"grow_rate": 1e-3}}, rows, log)
     alone = c3.fit_block(_rows(D[:2], R[:2], dist[:2], R_init[:2], norm[:2]), "isotropic_gauss", 0.0)
     assert block["fits"]["isotropic_gauss"] == alone
     assert block["fits"]["isotropic_gauss"]["seeds"] == [777, 790]

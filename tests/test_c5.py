@@ -9,7 +9,7 @@ from softlin.claims import c5, c5_eval
 from softlin.params import Params
 
 from helpers import C5_D as D
-from helpers import c5_risk_table
+from helpers import c5_risk_table, schema_defaults
 
 
 def test_train_run_and_split():
@@ -17,7 +17,8 @@ def test_train_run_and_split():
     its own run, the (U, v) image of its raw parameters."""
     cfg = dict(d=5, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
                parametrisation="qkvo", models=["softmax", "linear"], seed=3, init_seed=0, steps=40,
-               batch=8, optimizer={"name": "sgd", "lr": 1e-2}, streams="shared", log_every=10,
+               batch=8, optimizer={**schema_defaults("c5", "optimizer"), "name": "sgd", "lr": 1e-2},
+               streams="shared", log_every=10,
                chunk=20, sample_dtype="float32", restarts=1, restart_select_frac=0.1)
     job = c5.train_run(cfg, [6, 11])
     runs = c5.split_runs(job, cfg["models"])
@@ -62,7 +63,8 @@ def test_train_run_restarts_keep_the_lone_run_of_lowest_end_loss(tmp_path):
     log is the lowest of the restarts (recomputed here from lone runs); one checkpoint holds them."""
     cfg = dict(d=5, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
                parametrisation="qkvo", models=["softmax", "linear"], seed=3, init_seed=4, steps=40,
-               batch=8, optimizer={"name": "adam", "lr": 3e-2}, streams="shared", log_every=10,
+               batch=8, optimizer={**schema_defaults("c5", "optimizer"), "name": "adam", "lr": 3e-2},
+               streams="shared", log_every=10,
                chunk=20, sample_dtype="float32", restarts=3, restart_select_frac=0.5)
     ck = tmp_path / "L.npz"
     job = c5.train_run(cfg, [6, 11], checkpoint=ck)

@@ -10,7 +10,7 @@ from softlin.claims.c5_convergence import run_convergence
 from softlin.params import Params
 
 from helpers import C5_D as D
-from helpers import c5_risk_table
+from helpers import c5_risk_table, optimizer
 from helpers import c5_task as _task
 
 
@@ -152,10 +152,10 @@ def test_learning_time_follows_the_schedule():
     """learning_time: cumulative learning rate at each logging window's middle; constant lr -> the
     step count x lr; cosine with warm-up -> the numpy sum of the schedule written here."""
     step = np.arange(1, 41) * 25
-    const = optim.Optimizer("adam", 0.1, steps=1000)
+    const = optimizer("adam", 0.1, steps=1000)
     x = c5_convergence.learning_time(const, step)
     np.testing.assert_allclose(x, 0.1 * (step - 12), rtol=1e-12)  # mean of 0.1 (t + 1), t = s - 25 .. s - 1
-    cos = optim.Optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
+    cos = optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
     tt = np.arange(1000)
     lr = 0.1 * 0.5 * (1 + np.cos(np.pi * tt / 1000)) * np.minimum(1, (tt + 1) / 200)
     cum = np.cumsum(lr)
@@ -163,6 +163,33 @@ def test_learning_time_follows_the_schedule():
     # in the schedule's time, the last 10% of cosine training spans far more than the last 10% of the steps
     xw, _, _ = c5_convergence._window(np.ones(40), 0.1, c5_convergence.learning_time(cos, step))
     assert xw.size > 8
+
+
+def test_schedule_has_one_home_read_by_jax_and_numpy():
+    """optim.learning_rate is the one schedule: under jax.numpy (training) and numpy (learning_time)
+    it gives the same rates (to the two cos' last bits), and the closed form at its landmarks: lr / warmup
+    at step 0, lr / 2 half way through the cosine, lr (1 + cos(pi t / T)) / 2 after the warm-up."""
+    opt = optimizer("adam", 0.1, schedule="cosine", steps=1000, warmup=200)
+    t = np.arange(1000.0)
+    lr_np, lr_jax = optim.learning_rate(opt, t, np), np.asarray(optim.learning_rate(opt, jnp.asarray(t)))
+    np.testing.assert_allclose(lr_jax, lr_np, rtol=1e-14, atol=1e-16)  # near its end 1 + cos cancels
+    assert lr_np[0] == pytest.approx(0.1 / 200 * 0.5 * (1 + np.cos(0.0)), rel=1e-15)
+    assert lr_np[500] == pytest.approx(0.05, rel=1e-15)
+    assert lr_np[700] == pytest.approx(0.05 * (1 + np.cos(0.7 * np.pi)), rel=1e-14)
+    const = optimizer("sgd", 0.02, steps=1000)
+    np.testing.assert_array_equal(np.broadcast_to(optim.learning_rate(const, t, np), t.shape), np.full(1000, 0.02))
+
+
+def test_optimizer_of_reads_every_key_and_defaults_none():
+    """c5.optimizer_of takes every field from the validated section (the schema's defaults filled in
+    by validation); a key missing is a clear error, not a silent default."""
+    o = {"name": "adam", "lr": 0.1, "momentum": 0.0, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6,
+         "schedule": "cosine", "warmup": 7}
+    assert c5.optimizer_of({"optimizer": o, "steps": 600}) == optim.Optimizer("adam", 0.1, 0.0, 0.8, 0.99, 1e-6,
+                                                                              "cosine", 600, 7)
+    with pytest.raises(KeyError, match="beta2"):
+        c5.optimizer_of({"optimizer": {k: v for k, v in o.items() if k != "beta2"}, "steps": 600})
+    assert optim.Optimizer._field_defaults == {}   # the schema is the defaults' one home
 
 
 def test_claim_metrics_rate_and_prediction():

@@ -165,7 +165,8 @@ def test_c5_counts_propagate_nan():
 def test_c5_header_is_written_from_the_settings():
     """Before: the verdict header printed c5.deviation's fixed text ('lr 1e-1 with an 8000-step
     warm-up') whatever the run used (smoke: a 120-step warm-up)."""
-    smoke = {"optimizer": {"name": "adam", "lr": 0.1, "schedule": "cosine", "warmup": 120},
+    adam = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "momentum": 0.0}
+    smoke = {"optimizer": {"name": "adam", "lr": 0.1, "schedule": "cosine", "warmup": 120, **adam},
              "restarts": 3, "steps": 600}
     text = c5_protocol.deviation(smoke)
     assert "adam lr 0.1" in text and "120-step linear warm-up" in text and "600 steps" in text
@@ -174,5 +175,25 @@ def test_c5_header_is_written_from_the_settings():
              "restarts": 1, "steps": 300000}
     assert c5_protocol.deviation(paper) is None
     assert "lr 0.003" in c5_protocol.deviation({**paper, "optimizer": {**paper["optimizer"], "lr": 3e-3}})
+
+
+def test_describe_is_the_one_text_of_the_optimisation():
+    """c5_protocol.describe: the long text (verdict header, captions) and the short one (the figure
+    title's first line), written out here for the default C5 protocol and the paper's; a missing
+    optimiser key is an error, never a silent default (the schema holds the defaults)."""
+    opt = {"name": "adam", "lr": 0.1, "momentum": 0.0, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+           "schedule": "cosine", "warmup": 8000}
+    default = {"optimizer": opt, "restarts": 3, "steps": 40000}
+    assert c5_protocol.describe(default) == ("adam lr 0.1 (beta1 0.9, beta2 0.999, eps 1e-08), cosine decay, "
+                                             "8000-step linear warm-up, best of 3 initialisations (by training "
+                                             "loss), 40000 steps")
+    assert c5_protocol.describe(default, short=True) == "adam lr 0.1 cosine (8000-step warm-up), 40000 steps (best of 3 inits)"
+    sgd = {"optimizer": {**opt, "name": "sgd", "lr": 1e-3, "momentum": 0.9, "schedule": "constant", "warmup": 0},
+           "restarts": 1, "steps": 300000}
+    assert c5_protocol.describe(sgd) == "sgd lr 0.001 momentum 0.9, constant rate, one initialisation, 300000 steps"
+    assert c5_protocol.describe(sgd, short=True) == "sgd lr 0.001 momentum 0.9, 300000 steps"
+    assert c5_protocol.describe(c5_protocol.PAPER) == "sgd lr 0.001, constant rate, one initialisation, 300000 steps"
+    with pytest.raises(KeyError):
+        c5_protocol.describe({**default, "optimizer": {k: v for k, v in opt.items() if k != "beta1"}})
 
 

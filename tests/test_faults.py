@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from softlin import checkpoint, io, online, online_task, optim
+from softlin import checkpoint, io, online, online_task
 from softlin.kernels.softmax_moments import softmax_moments, softmax_moments_xla
 from softlin.tasks import sample
 
-from helpers import ROOT
+from helpers import ROOT, optimizer
 
 
 # --------------------------------------------------------------------------- 3: full disks
@@ -83,7 +83,7 @@ def test_real_full_disk(tiny_tmpfs):
 # --------------------------------------------------------------------------- 4: checkpoints
 SIGMA = online_task.kms_sigma(5, 0.5)
 KW = dict(parametrisation="qkvo", seed=1, init_seed=2, steps=60, batch=8,
-          optimizer=optim.Optimizer("adam", 1e-2), log_every=10, chunk=20)
+          optimizer=optimizer("adam", 1e-2), log_every=10, chunk=20)
 
 
 def test_corrupt_checkpoint_is_set_aside_and_training_resumes(tmp_path):
@@ -139,7 +139,8 @@ task = online_task.make_task(online_task.kms_sigma(5, 0.5), 0.1, None, "correct"
 log = open(sys.argv[2], "a")
 def say(m):
     print(m, file=log, flush=True)
-online.train(task, [9], seed=1, steps=10 ** 7, batch=8, optimizer=optim.Optimizer("adam", 1e-2),
+adam = optim.Optimizer("adam", 1e-2, 0.0, 0.9, 0.999, 1e-8, "constant", 1, 0)
+online.train(task, [9], seed=1, steps=10 ** 7, batch=8, optimizer=adam,
              log_every=1000, chunk=20000, checkpoint=sys.argv[1], progress=say)
 """
 
@@ -201,6 +202,6 @@ def test_verdict_outputs_are_kept_until_the_new_ones_are_written():
         text = smk.read_text()
         block = text[text.index("rule c" + smk.name[1] + "_verdict:"):]
         block = block[:block.index("params:")]
-        outs = re.findall(r'"(results/c\d/[a-z]+\.(?:json|md|html))"', block)
+        outs = re.findall(r'"(results/(?:c\d|\{c\d_run\})/[a-z]+\.(?:json|md|html))"', block)  # c5: every run's
         assert len(outs) == 4, (smk.name, outs)
         assert all(f'update("{o}")' in block for o in outs), smk.name

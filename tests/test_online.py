@@ -9,6 +9,7 @@ from softlin._jax import jax, jnp
 
 from helpers import C5_D as D
 from helpers import c5_task as _task
+from helpers import optimizer
 
 
 def _naive_loss(model, p, b, L):
@@ -35,7 +36,7 @@ def test_one_step_is_sgd_on_the_step_batch(parametrisation):
     p = jax.tree.map(lambda a: 2.0 * a, p)  # scores of order 1
     params = {m: online.stack_runs([p] * len(Ls)) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(k, jnp.int64))
-    setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, optim.Optimizer("sgd", lr, steps=10))
+    setup = online.Setup(Ls, Ls, n, 1, False, "shared", seed, optimizer("sgd", lr, steps=10))
     st1, loss = online.run_chunk(st, law, setup, 1)
     b = stream.sample(law, stream.stream_key(seed), k, n, max(Ls))
     for m in online.TRAINED_MODELS:
@@ -56,7 +57,7 @@ def test_per_L_streams():
     p = qkvo.init_params("uv", 1, 5)
     params = {m: online.stack_runs([p] * 2) for m in online.TRAINED_MODELS}
     st = online.State(params, {m: optim.opt_init(params[m]) for m in params}, jnp.asarray(0, jnp.int64))
-    setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, optim.Optimizer("sgd", lr, steps=10))
+    setup = online.Setup(Ls, Ls, n, 1, False, "per_L", seed, optimizer("sgd", lr, steps=10))
     _, loss = online.run_chunk(st, law, setup, 1)
     for i, L in enumerate(Ls):
         b = stream.sample(law, stream.stream_key(seed, L), 0, n, L)
@@ -69,7 +70,7 @@ def test_shared_stream_run_equals_lone_run():
     trained alone on the same stream (1e-12): runs share random numbers, nothing else."""
     task = _task()
     kw = dict(seed=3, init_seed=0, steps=40, batch=8, log_every=10, chunk=20,
-              optimizer=optim.Optimizer("adam", 1e-2))
+              optimizer=optimizer("adam", 1e-2))
     group = online.train(task, [6, 12, 25], **kw)
     alone = online.train(task, [12], **kw)
     for m in online.TRAINED_MODELS:
@@ -155,9 +156,9 @@ def test_optimizers_against_numpy(name):
     rng = np.random.default_rng(3)
     p0 = rng.normal(size=4)
     grads = [rng.normal(size=4) for _ in range(5)]
-    opt = {"adam": optim.Optimizer("adam", 0.01), "sgd_momentum": optim.Optimizer("sgd", 0.01, 0.9),
-           "cosine": optim.Optimizer("sgd", 0.01, schedule="cosine", steps=5),
-           "cosine_warmup": optim.Optimizer("sgd", 0.01, schedule="cosine", steps=5, warmup=3)}[name]
+    opt = {"adam": optimizer("adam", 0.01), "sgd_momentum": optimizer("sgd", 0.01, momentum=0.9),
+           "cosine": optimizer("sgd", 0.01, schedule="cosine", steps=5),
+           "cosine_warmup": optimizer("sgd", 0.01, schedule="cosine", steps=5, warmup=3)}[name]
     p, s = jnp.asarray(p0), optim.opt_init(jnp.asarray(p0))
     for t, g in enumerate(grads):
         p, s = optim.opt_update(opt, p, jnp.asarray(g), s, jnp.asarray(t, jnp.int64))
@@ -181,7 +182,7 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
     """Interrupted after one chunk and resumed from its checkpoint == one uninterrupted run."""
     task = _task()
     kw = dict(parametrisation=parametrisation, seed=1, init_seed=2, steps=60, batch=8,
-              optimizer=optim.Optimizer("adam", 1e-2), log_every=10, chunk=20)
+              optimizer=optimizer("adam", 1e-2), log_every=10, chunk=20)
     full = online.train(task, [9, 14], **kw)
     ck = tmp_path / "ck.npz"
     part = online.train(task, [9, 14], checkpoint=ck, stop_after_chunks=1, **kw)
@@ -193,7 +194,7 @@ def test_checkpoint_resume_is_bitwise(tmp_path, parametrisation):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(full[m]["loss"], resumed[m]["loss"])
     # another setting does not resume from this checkpoint
-    other = online.train(task, [9, 14], checkpoint=ck, **{**kw, "optimizer": optim.Optimizer("adam", 2e-2)})
+    other = online.train(task, [9, 14], checkpoint=ck, **{**kw, "optimizer": optimizer("adam", 2e-2)})
     assert not np.array_equal(other["softmax"]["loss"], full["softmax"]["loss"])
     # nor does other code: a finished checkpoint under another code version restarts from step 0
     done = tmp_path / "done.npz"

@@ -10,6 +10,8 @@ from softlin._jax import jax, jnp
 from softlin.params import Params
 from softlin.records import RecordError, Spec
 
+from helpers import schema_defaults
+
 
 class Pair(NamedTuple):
     a: object
@@ -146,7 +148,8 @@ def test_c5_record_reads_back_against_its_config_template(tmp_path, parametrisat
 
     cfg = dict(d=3, kms_rho=0.5, noise_var=0.1, w_var=0.2, covariance_mode="correct",
                parametrisation=parametrisation, models=["softmax", "linear"], seed=3, init_seed=0, steps=20,
-               batch=4, optimizer={"name": "sgd", "lr": 1e-2}, streams="shared", log_every=10,
+               batch=4, optimizer={**schema_defaults("c5", "optimizer"), "name": "sgd", "lr": 1e-2},
+               streams="shared", log_every=10,
                chunk=20, sample_dtype="float32", restarts=2, restart_select_frac=0.5)
     job = c5.train_run(cfg, [6, 4])
     records.save(tmp_path / "j.npz", job)

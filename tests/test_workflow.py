@@ -227,24 +227,26 @@ def test_report_captions_come_from_the_config(dry):
     # C3a's tests from the config, as inline literals (HTML-escaped)
     assert "C3a-isotropic: <tt" in html and "n_sig_increases_D_inf_max &lt;= 1" in html
     assert "slope_D_inf_max between" in html and "-0.35]" in html
-    # C5's optimiser as configured (smoke: the default's, warm-up scaled): schedule, warm-up, restarts
-    assert ("learning rate 0.1 (cosine schedule after a linear warm-up over the first 120 steps), 600 steps, "
-            "each run the best of 3 initialisations") in html
+    # C5's optimiser as configured (smoke: the default's, warm-up scaled), in c5_protocol.describe's words
+    assert ("optimiser adam lr 0.1 (beta1 0.9, beta2 0.999, eps 1e-08), cosine decay, 120-step linear warm-up, "
+            "best of 3 initialisations (by training loss), 600 steps") in html
     for claim in ("C1 - output concentration", "C2 - gradient concentration", "C3 - transfer",
                   "C4 - tractable infinite-prompt dynamics", "C5 - the paper"):
         assert f"Verdict of {claim}" in html, claim
 
 
 def test_c5_replicates_train_the_default_once_and_each_other_seed(dry):
-    """`snakemake c5_replicates` (3 replicates, the first the default settings): the default run's own
-    training and metrics (results/c5) plus one training, evaluation and verdict per other replicate,
-    one aggregation, figure and verdict; the default target `all` plans none of the replicate jobs."""
+    """`snakemake c5_replicates` (3 replicates, the first the default settings): one training, evaluation
+    and verdict per replicate, the first the default run's own (results/c5, by the same rules), one
+    aggregation, figure and verdict; the default target `all` plans none of the replicate jobs."""
     jobs = planned(dry.replicates)
-    assert jobs["c5_train"] == 1 and jobs["c5_metrics"] == 1, jobs
-    assert jobs["c5_replicate_train"] == 2 and jobs["c5_replicate_metrics"] == 2, jobs
-    assert jobs["c5_replicate_verdict"] == 2 and jobs["c5_replicates_metrics"] == 1, jobs
-    assert jobs["c5_replicates_verdict"] == 1 and jobs["c5_replicates_figure"] == 1, jobs
+    assert jobs["c5_train"] == jobs["c5_metrics"] == jobs["c5_verdict"] == 3, jobs
+    out = dry.replicates.stdout + dry.replicates.stderr
+    assert "results/c5/runs/L" in out and "results/c5_replicates/s2026_i10_e31338/runs/L" in out
+    assert jobs["c5_replicates_metrics"] == jobs["c5_replicates_verdict"] == jobs["c5_replicates_figure"] == 1, jobs
+    assert "results/c5_replicates/c5_replicates_metrics.json" in out
     assert not any(name.startswith("c5_replicate") for name in planned(dry.paper)), planned(dry.paper)
+    assert "c5_replicates/" not in dry.paper.stdout + dry.paper.stderr
 
 
 def test_c5_confirm_trains_only_its_fresh_seeds_and_c5_limit_trains_nothing(dry):
@@ -252,11 +254,13 @@ def test_c5_confirm_trains_only_its_fresh_seeds_and_c5_limit_trains_nothing(dry)
     default run), one aggregation, figure and verdict; `snakemake c5_limit`: the family's Monte Carlo and the fit,
     no training; neither is in the default target."""
     jobs = planned(dry.confirm)
-    assert "c5_train" not in jobs and jobs["c5_replicate_train"] == 3 and jobs["c5_replicate_metrics"] == 3, jobs
-    assert jobs["c5_confirm_metrics"] == jobs["c5_confirm_verdict"] == jobs["c5_confirm_figure"] == 1, jobs
-    assert "s2028_i16_e31340" in dry.confirm.stdout + dry.confirm.stderr
+    out = dry.confirm.stdout + dry.confirm.stderr
+    assert jobs["c5_train"] == jobs["c5_metrics"] == 3 and "results/c5/runs/" not in out, jobs
+    assert jobs["c5_replicates_metrics"] == jobs["c5_replicates_verdict"] == jobs["c5_replicates_figure"] == 1, jobs
+    assert "s2028_i16_e31340" in out and "results/c5_confirm/c5_confirm_metrics.json" in out
     assert planned(dry.limit) == {"c5_limit_family": 1, "c5_limit": 1}, planned(dry.limit)
-    assert not any(name.startswith(("c5_confirm", "c5_limit")) for name in planned(dry.paper)), planned(dry.paper)
+    assert not any(name.startswith(("c5_confirm", "c5_limit", "c5_replicates")) for name in planned(dry.paper)), \
+        planned(dry.paper)
 
 
 def test_other_seeds_one_config_value_away(dry):

@@ -82,10 +82,8 @@ def _offblock_max_along(t: Trajectory) -> float:
     return float(max(np.max(mu), np.max(mv), fu, fv))
 
 
-# C3d: how fast the off-block mass grows at the end of training (runs without pair summation)
-RATE_RECORDS = 6       # the last 6 records: steps T - 100 .. T at record_every = 20
-RATE_FLOOR = 1.0e-14   # rounding level: a unit parameter's last ~45 ulps (the paired runs: exactly 0)
-GROW_RATE = 1.0e-3     # C3d: a run "grows" when its peak rate exceeds this (an e-fold per 1000 steps)
+# C3d: how fast the off-block mass grows at the end of training (runs without pair summation); the
+# fit's settings (records, floor, grow_rate) are the config's c3.offblock_rate, defaults in the schema
 
 
 def grow_fraction(n_grow: int, n: int) -> tuple[float, float]:
@@ -97,7 +95,7 @@ def grow_fraction(n_grow: int, n: int) -> tuple[float, float]:
     return float(p), float(np.sqrt(p * (1.0 - p) / (n + 4.0)))
 
 
-def growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> float:
+def growth_rate(steps, mass, n_records: int, floor: float) -> float:
     """Growth rate per step of ``mass`` at the end of a run: the OLS slope of ``ln max(mass, floor)``
     on the step over the last ``n_records`` records.
 
@@ -113,7 +111,7 @@ def growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_
     return float(np.sum(x * (y - y.mean())) / np.sum(x * x))
 
 
-def peak_growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> float:
+def peak_growth_rate(steps, mass, n_records: int, floor: float) -> float:
     """The largest :func:`growth_rate` over every window of ``n_records`` consecutive records: how
     fast the mass grew wherever it grew, also where it grew and then saturated before the end
     (0 for a run at rounding level throughout)."""
@@ -123,7 +121,7 @@ def peak_growth_rate(steps, mass, n_records: int = RATE_RECORDS, floor: float = 
                for i in range(steps.size - n_records + 1))
 
 
-def offblock_growth(t: Trajectory, n_records: int = RATE_RECORDS, floor: float = RATE_FLOOR) -> tuple[float, float]:
+def offblock_growth(t: Trajectory, n_records: int, floor: float) -> tuple[float, float]:
     """``(rate at the end, peak rate)`` of the off-block mass (the larger of the U and v parts) of run
     ``t``: :func:`growth_rate` over the last records and :func:`peak_growth_rate`."""
     mu, mv = metrics.offblock_mass(t.params)
@@ -131,12 +129,11 @@ def offblock_growth(t: Trajectory, n_records: int = RATE_RECORDS, floor: float =
     return growth_rate(t.step, m, n_records, floor), peak_growth_rate(t.step, m, n_records, floor)
 
 
-def seed_rows(traj: Runs, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, rate: dict | None = None):
+def seed_rows(traj: Runs, eval_tasks, sigma, Ls, eval_L, setting, token_kind, seed, rate: dict):
     """Per-L metric rows of one seed (the seed log's per-L lines) and the ``theta_inf`` summary.
 
-    ``rate``: ``{"records": n, "floor": f}`` of :func:`offblock_growth` (defaults: the module's)."""
-    rate = {"n_records": RATE_RECORDS, "floor": RATE_FLOOR} if rate is None else \
-        {"n_records": rate["records"], "floor": rate["floor"]}
+    ``rate``: ``{"records": n, "floor": f}`` of :func:`offblock_growth` (c3.offblock_rate)."""
+    rate = {"n_records": rate["records"], "floor": rate["floor"]}
     inf_rec, inf_loss, _, inf_final = traj.limit
     star = population.bayes_optimum(sigma)
     ob_inf = metrics.offblock_mass(inf_final)
@@ -203,7 +200,7 @@ def _mean_se(values) -> tuple[float, float]:
     return metrics.seed_mean(v) if v.shape[0] >= 2 else (float(v.mean()), float("nan"))
 
 
-def offblock_summary(per_seed: list[dict], infos: list[dict], grow_rate: float = GROW_RATE) -> dict:
+def offblock_summary(per_seed: list[dict], infos: list[dict], grow_rate: float) -> dict:
     """C3d's numbers.
 
     Paired runs (antithetic partners summed first): ``limit_max`` / ``softmax_max``, the largest
@@ -349,14 +346,14 @@ TABLE_COLUMNS = ("setting", "token_kind", "L", "n_seed", "D_inf_max", "D_inf_max
                  "dist_bayes", "dist_bayes_sem", "offblock_U", "offblock_v", "R_init", "theta_inf_norm")
 
 
-def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: float = 2.0,
-                   rate: dict | None = None) -> dict:
+def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: float = 2.0, *,
+                   rate: dict) -> dict:
     """C3's metrics from every (setting, seed): ``runs`` yields ``(run, traj, eval_tasks)`` with
     ``run = {"setting": resolved setting, "seed": int}``, ``traj`` the :class:`Runs` of
     :func:`train_setting` and ``eval_tasks`` the held-out :class:`~softlin.tasks.Tasks` (consumed
     one at a time, so a generator keeps one run in memory).  ``z``: the decision rule's width (the
     trend tests count increases larger than ``z`` standard errors); ``rate``: C3d's growth-rate fit
-    (``{"records", "floor"}``, :func:`offblock_growth`).
+    (c3.offblock_rate: ``{"records", "floor", "grow_rate"}``, :func:`offblock_growth`).
 
     Returns ``{"table": rows, "per_seed": rows, "metrics": dict}``: the seed-averaged rows with the
     seed script's columns (``R_pop_at_eval`` named ``R_pop_at_<eval_L>``; with the runs without
@@ -385,8 +382,7 @@ def summarize_runs(runs, Ls, eval_L: int, protocol: dict, progress=print, z: flo
     table = [{rename.get(k, k): row[k] for k in TABLE_COLUMNS + tuple(extra)} for row in averaged]
     per_seed_out = [{(col if k == "R_pop_at_eval" else k): v for k, v in row.items()} for row in per_seed]
     metrics_out = {"fits": fits, "infos": infos,
-                   "offblock": offblock_summary(per_seed, infos, (rate or {}).get("grow_rate", GROW_RATE)),
+                   "offblock": offblock_summary(per_seed, infos, rate["grow_rate"]),
                    "protocol": protocol, "L": Ls, "z": z,
-                   "offblock_rate": {"records": RATE_RECORDS, "floor": RATE_FLOOR, "grow_rate": GROW_RATE}
-                   if rate is None else dict(rate)}
+                   "offblock_rate": dict(rate)}
     return {"table": table, "per_seed": per_seed_out, "metrics": metrics_out}

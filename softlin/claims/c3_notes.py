@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import verdict
-from .c3 import RATE_FLOOR, RATE_RECORDS
 
 
 def _n_seed_of(metrics: dict, path: str, label) -> int | None:
@@ -71,10 +70,10 @@ def notes_markdown(verdicts: list[dict], metrics: dict, z: float) -> str:
         lines.append("")
     so = metrics.get("offblock", {}).get("seed_order")
     if so:
-        rec = metrics.get("offblock_rate", {})
+        rec = metrics["offblock_rate"]
         lines += ["## C3d: the runs without pair summation", "",
                   f"Growth rate per step of the off-block mass: OLS slope of ln(mass) over the last "
-                  f"{rec.get('records', RATE_RECORDS)} records (masses below {rec.get('floor', RATE_FLOOR):g}, "
+                  f"{rec['records']} records (masses below {rec['floor']:g}, "
                   "rounding level, count as that floor: a run at rounding level has rate 0); the peak rate "
                   "is the largest such slope over any window of as many consecutive records. Largest final "
                   f"mass: softmax {so['softmax_max']:.2g}, linear(inf) {so['limit_max']:.2g}. Runs whose mass "

@@ -126,14 +126,16 @@ def not_applicable_markdown(ids: list[str], missing: dict, per_seed: list[dict])
 def seed_log_metrics(metrics: dict, per_seed: list[dict], seed_log: dict) -> dict:
     """C3's metrics recomputed from the seed log's seeds only, with the seed log's point-estimate
     reading (``z = 0``: the trend counts are plain counts of increases): ``{"fits", "offblock",
-    "infos"}``, the same paths as the full metrics, so the config's criteria read them unchanged."""
+    "infos"}``, the same paths as the full metrics, so the config's criteria read them unchanged
+    (C3d's growth threshold: the run's ``offblock_rate.grow_rate``)."""
     from . import c3  # c3 imports the training stack; the digits comparison alone does not need it
 
     seeds = seed_log_seeds(seed_log)
     infos = [i for i in metrics["infos"]
              if int(i["seed"]) in seeds.get(f"{i['setting']}_{i['token_kind']}", ())]
     rows = [r for r in per_seed if int(r["seed"]) in seeds.get(f"{r['setting']}_{r['token_kind']}", ())]
-    return {"fits": c3.fit_all(rows, 0.0, seeds), "offblock": c3.offblock_summary(rows, infos), "infos": infos}
+    offblock = c3.offblock_summary(rows, infos, metrics["offblock_rate"]["grow_rate"])  # the run's c3.offblock_rate
+    return {"fits": c3.fit_all(rows, 0.0, seeds), "offblock": offblock, "infos": infos}
 
 
 def outcome(expected: dict, rules: list[dict], block: dict) -> tuple[int, list[dict]]:

@@ -16,6 +16,8 @@ from .. import online, online_task, optim, qkvo
 from .._jax import jax
 from ..records import Spec
 
+OPTIMIZER_KEYS = ("name", "lr", "momentum", "beta1", "beta2", "eps", "schedule", "warmup")  # c5.optimizer
+
 
 def task_of(cfg: dict) -> online_task.TaskLaw:
     """The task law of the C5 config section."""
@@ -24,12 +26,15 @@ def task_of(cfg: dict) -> online_task.TaskLaw:
 
 
 def optimizer_of(cfg: dict) -> optim.Optimizer:
-    """The optimiser of the C5 config section (``optimizer``: name, lr, momentum, schedule, ...)."""
+    """The optimiser of the validated C5 config section (``optimizer``: every key of the schema's
+    ``c5.optimizer``, whose defaults the validation fills in; ``steps``): a missing key is an error."""
     o = cfg["optimizer"]
-    return optim.Optimizer(o["name"], float(o["lr"]), float(o.get("momentum", 0.0)),
-                            float(o.get("beta1", 0.9)), float(o.get("beta2", 0.999)),
-                            float(o.get("eps", 1e-8)), o.get("schedule", "constant"), int(cfg["steps"]),
-                            int(o.get("warmup", 0)))
+    missing = [k for k in OPTIMIZER_KEYS if k not in o]
+    if missing:
+        raise KeyError(f"config key 'c5.optimizer' lacks {missing}: read the config through its schema "
+                       "(workflow/schemas/config.schema.yaml holds the defaults)")
+    return optim.Optimizer(o["name"], float(o["lr"]), float(o["momentum"]), float(o["beta1"]),
+                           float(o["beta2"]), float(o["eps"]), o["schedule"], int(cfg["steps"]), int(o["warmup"]))
 
 
 class Run(NamedTuple):

@@ -47,12 +47,7 @@ def learning_time(opt: optim.Optimizer, loss_step) -> np.ndarray:
     own clock, in which a window_frac of training is a window_frac of what the optimiser can still move."""
     loss_step = np.asarray(loss_step, dtype=np.int64)
     t = np.arange(int(loss_step[-1]), dtype=float)
-    lr = np.full(t.size, float(opt.lr))
-    if opt.schedule == "cosine":
-        lr = lr * 0.5 * (1.0 + np.cos(np.pi * t / opt.steps))
-    if opt.warmup > 0:
-        lr = lr * np.minimum(1.0, (t + 1) / opt.warmup)
-    cum = np.cumsum(lr)
+    cum = np.cumsum(np.broadcast_to(optim.learning_rate(opt, t, np), t.shape))
     every = int(loss_step[1] - loss_step[0]) if loss_step.size > 1 else int(loss_step[0])
     return np.array([cum[max(0, s - every):s].mean() for s in loss_step])
 

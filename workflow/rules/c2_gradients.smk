@@ -53,7 +53,7 @@ rule c2_trajectory:
     params:
         L=config["c3"]["L"],
         n_blocks=C2["trajectory"]["n_blocks"],
-        c3_record={k: config["c3"][k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
+        c3_record=C3_RECORD,
     threads: 1
     resources:
         runtime=3,
@@ -95,8 +95,7 @@ rule c2_metrics:
         z=config["decision"]["z"],
         L=C2_L,
         n_blocks=C2["n_blocks"],
-        traj_record=dict({k: config["c3"][k] for k in ("d", "L", "steps", "record_every")},
-                         n_blocks=C2["trajectory"]["n_blocks"]),
+        traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"]),
         protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
     resources:
         runtime=2,

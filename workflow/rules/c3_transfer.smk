@@ -8,6 +8,9 @@ if any(C3["replicates"].get(s, st["n_seed"]) < st["n_seed"] for s, st in C3["set
         or set(C3["replicates"]) - set(C3["settings"]):
     raise ValueError("config key 'c3.replicates': {setting: n_seed}, each a c3 setting with at least its own n_seed")
 SEED_LOG_C3 = source("workflow/resources/seed_log_c3.json")  # relative to the working directory (common.smk: source)
+# the settings a c3_train job's record is shaped by (softlin.claims.c3.runs_like): the one place its
+# template's keys are picked, for the job that writes it and every rule that reads it (C2's too)
+C3_RECORD = {k: C3[k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")}
 
 
 rule c3_sample:
@@ -43,12 +46,9 @@ rule c3_train:
     output:
         "results/c3/trajectories/{setting}_s{seed}.npz",
     params:
-        L=C3["L"],
+        record=C3_RECORD,
         lr=C3["lr"],
-        steps=C3["steps"],
-        record_every=C3["record_every"],
         convention=C3["loop_convention"],
-        seed_order=C3["offblock_seed_order"],
     threads: C3["threads"]
     resources:
         # measured: about 2 ms per softmax step at L = 4096 (96 tasks x 2 queries) on one core
@@ -65,7 +65,7 @@ rule c3_train:
     benchmark:
         benchfile("c3", "train_{setting}_s{seed}")
     message:
-        "C3: training {wildcards.setting}, seed {wildcards.seed}: linear(inf), then softmax(L) and linear(L) for L = {params.L}"
+        "C3: training {wildcards.setting}, seed {wildcards.seed}: linear(inf), then softmax(L) and linear(L) for L = {params.record[L]}"
     script:
         "../scripts/c3_train.py"
 
@@ -87,7 +87,7 @@ rule c3_metrics:
         eval_L=C3["eval"]["L"],
         z=config["decision"]["z"],
         offblock_rate=C3["offblock_rate"],
-        record={k: C3[k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
+        record=C3_RECORD,
         protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
     conda:
         "../envs/softlin.yaml"
@@ -165,7 +165,7 @@ rule c3_replicates_metrics:
         eval_L=C3["eval"]["L"],
         z=config["decision"]["z"],
         offblock_rate=C3["offblock_rate"],
-        record={k: C3[k] for k in ("d", "L", "steps", "record_every", "offblock_seed_order")},
+        record=C3_RECORD,
         protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
     conda:
         "../envs/softlin.yaml"

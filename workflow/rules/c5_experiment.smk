@@ -2,24 +2,45 @@
 # authors' QKVO parametrisation or (U, v)) at every prompt length L, test risk against L with
 # baselines: train (both models at a group of c5.L_per_job prompt lengths per job, default 0 = all
 # in one job, which draws each step's batch once for every run) -> metrics -> figure -> verdict.
+# A run is results/{c5_run}: the default run results/c5, or a replicate (its own training stream,
+# initialisation and test set; every other setting the default's) results/c5_replicates/<name>; the
+# default run is the replicate equal to the default settings, so one rule per step serves them all.
+from softlin.claims.c5_protocol import describe
+
 C5 = config["c5"]
 C5_JOBS = [c5_group_name(Ls) for Ls in c5_groups()]
+C5_OPTIMISATION = describe(c5_protocol())  # the run's optimisation in words, for the captions
 
 
 wildcard_constraints:
     c5_L=r"\d+(\+\d+)*",
+    c5_run=r"c5|c5_replicates/s\d+_i\d+_e\d+",
+    c5_set=r"c5_replicates|c5_confirm",
+
+
+# every run: its training and metrics settings and the seeds its metrics record (the default's, or a
+# replicate's: c5.replicates and c5.confirm.replicates), keyed by its directory under results/
+C5_RUNS = {"c5": {"train": c5_train_config(), "metrics": c5_metrics_config(),
+                  "seeds": {"seed": C5["seed"], "init_seed": C5["init_seed"]}}}
+C5_RUNS.update({c5_replicate_dir(n).removeprefix("results/"): {
+    "train": c5_replicate_train_config(n), "metrics": c5_replicate_metrics_config(n), "seeds": c5_any_replicate(n)}
+    for n in {**c5_replicates(), **c5_confirm_replicates()} if not c5_is_default(c5_any_replicate(n))})
+# the sets of replicates (results/<set>): their replicates and the criteria each is read with
+C5_SETS = {"c5_replicates": c5_replicates(), "c5_confirm": c5_confirm_replicates()}
+C5_SET_CRITERIA = {"c5_replicates": C5["criteria"], "c5_confirm": C5.get("confirm", {}).get("criteria", [])}
+C5_RUN_FILES = ("c5_risks.csv", "c5_metrics.json", "verdict.json", "verdict.md", "consistency.json", "verdict.html")
 
 
 rule c5_train:
-    """Online training of both models at a group of L ('10' or '10+20+...'): one batch stream (seed, step), checkpointed every chunk."""
+    """Online training of both models of a run at a group of L ('10' or '10+20+...'): one batch stream (seed, step), checkpointed every chunk."""
     input:
         code=code_inputs("c5_train.py"),
     output:
-        "results/c5/runs/L{c5_L}.npz",
+        "results/{c5_run}/runs/L{c5_L}.npz",
     params:
-        cfg=c5_train_config(),
+        cfg=lambda w: C5_RUNS[w.c5_run]["train"],
         Ls=lambda w: c5_group_Ls(w.c5_L),
-        checkpoint=lambda w: f"results/c5/checkpoints/L{w.c5_L}.npz",
+        checkpoint=lambda w: f"results/{w.c5_run}/checkpoints/L{w.c5_L}.npz",
     threads: C5["threads"]
     resources:
         runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
@@ -30,29 +51,31 @@ rule c5_train:
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "train_L{c5_L}"),
+        logfile("{c5_run}", "train_L{c5_L}"),
     benchmark:
-        benchfile("c5", "train_L{c5_L}")
+        benchfile("{c5_run}", "train_L{c5_L}")
     message:
-        "C5: online training of softmax and linear attention at L = {wildcards.c5_L} ({params.cfg[steps]} steps, batch {params.cfg[batch]}, {params.cfg[optimizer][name]} lr {params.cfg[optimizer][lr]}); resources: runtime={resources.runtime} min, mem_mb={resources.mem_mb}, gpu={resources.gpu}, threads={threads}"
+        (f"C5: online training of softmax and linear attention at L = {{wildcards.c5_L}} (results/{{wildcards.c5_run}}; "
+         f"{describe(c5_protocol(), short=True)}, batch {{params.cfg[batch]}}); resources: runtime={{resources.runtime}} min, "
+         "mem_mb={resources.mem_mb}, gpu={resources.gpu}, threads={threads}")
     script:
         "../scripts/c5_train.py"
 
 
 rule c5_metrics:
-    """Test risks of both models and the baselines on one held-out test set (nested prompts), per L."""
+    """Test risks of both models of a run and the baselines on its held-out test set (nested prompts), per L."""
     input:
-        runs=[f"results/c5/runs/L{g}.npz" for g in C5_JOBS],
+        runs=lambda w: [f"results/{w.c5_run}/runs/L{g}.npz" for g in C5_JOBS],
         code=code_inputs("c5_metrics.py"),
     output:
-        table="results/c5/c5_risks.csv",
-        metrics="results/c5/c5_metrics.json",
+        table="results/{c5_run}/c5_risks.csv",
+        metrics="results/{c5_run}/c5_metrics.json",
     params:
-        cfg=c5_metrics_config(),
+        cfg=lambda w: C5_RUNS[w.c5_run]["metrics"],
         jobs=[c5_group_Ls(g) for g in C5_JOBS],
         record=c5_record_config(),
         z=config["decision"]["z"],
-        seeds={"seed": C5["seed"], "init_seed": C5["init_seed"]},
+        seeds=lambda w: C5_RUNS[w.c5_run]["seeds"],
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
@@ -60,9 +83,9 @@ rule c5_metrics:
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "metrics"),
+        logfile("{c5_run}", "metrics"),
     message:
-        "C5: test risks over L = {params.cfg[L]} ({params.cfg[eval][n_test]} test prompts)"
+        "C5: test risks over L = {params.cfg[L]} ({params.cfg[eval][n_test]} test prompts; results/{wildcards.c5_run})"
     script:
         "../scripts/c5_metrics.py"
 
@@ -82,6 +105,7 @@ rule c5_figure:
         preset=PRESET,
         preset_description=PRESET_DESCRIPTION,
         protocol=c5_protocol(),
+        optimisation=C5_OPTIMISATION,
         curves=config["plot"]["c5_curves"],
         cmap=config["plot"]["c5_L_cmap"],
     conda:
@@ -93,16 +117,16 @@ rule c5_figure:
 
 
 rule c5_verdict:
-    """Predeclared criteria C5a-C5c (C5c: every run converged; C5a/C5b INCONCLUSIVE otherwise) and
-    the consistency check C5d."""
+    """Predeclared criteria C5a-C5c on one run (C5c: every run converged; C5a/C5b INCONCLUSIVE
+    otherwise; its test-sampling errors) and the consistency check C5d."""
     input:
-        metrics="results/c5/c5_metrics.json",
+        metrics="results/{c5_run}/c5_metrics.json",
         code=code_inputs("c5_verdict.py"),
     output:
-        json=update("results/c5/verdict.json"),
-        md=update("results/c5/verdict.md"),
-        consistency=update("results/c5/consistency.json"),
-        html=report(update("results/c5/verdict.html"), category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
+        json=update("results/{c5_run}/verdict.json"),
+        md=update("results/{c5_run}/verdict.md"),
+        consistency=update("results/{c5_run}/consistency.json"),
+        html=report(update("results/{c5_run}/verdict.html"), category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
     params:
         z=config["decision"]["z"],
         criteria=C5["criteria"],
@@ -112,240 +136,83 @@ rule c5_verdict:
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "verdict"),
+        logfile("{c5_run}", "verdict"),
     script:
         "../scripts/c5_verdict.py"
 
 
-# --------------------------------------------------------------------------- replicates (target c5_replicates)
-# The whole experiment over c5.replicates (training stream, initialisation, test set); the replicate
-# equal to the default settings is the default run itself (results/c5).  Not in the default target.
-C5_REPS = c5_replicates()
-C5_OTHER_REPS = [n for n, r in C5_REPS.items() if not c5_is_default(r)]
-
-
-wildcard_constraints:
-    c5_rep=r"s\d+_i\d+_e\d+",
-
-
-rule c5_replicate_train:
-    """Online training of one replicate (its own stream seed and initialisation; every other setting
-    the default's) at a group of L."""
-    input:
-        code=code_inputs("c5_train.py"),
-    output:
-        "results/c5_replicates/{c5_rep}/runs/L{c5_L}.npz",
-    params:
-        cfg=lambda w: c5_replicate_train_config(w.c5_rep),
-        Ls=lambda w: c5_group_Ls(w.c5_L),
-        checkpoint=lambda w: f"results/c5_replicates/{w.c5_rep}/checkpoints/L{w.c5_L}.npz",
-    threads: C5["threads"]
-    resources:
-        runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
-        mem_mb=lambda w: c5_mem_mb(c5_group_Ls(w.c5_L)),
-        gpu=C5["gpu"],
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "replicate_{c5_rep}_train_L{c5_L}"),
-    benchmark:
-        benchfile("c5", "replicate_{c5_rep}_train_L{c5_L}")
-    script:
-        "../scripts/c5_train.py"
-
-
-rule c5_replicate_metrics:
-    """Test risks of one replicate on its own test set (its eval seed)."""
-    input:
-        runs=lambda w: [f"results/c5_replicates/{w.c5_rep}/runs/L{g}.npz" for g in C5_JOBS],
-        code=code_inputs("c5_metrics.py"),
-    output:
-        table="results/c5_replicates/{c5_rep}/c5_risks.csv",
-        metrics="results/c5_replicates/{c5_rep}/c5_metrics.json",
-    params:
-        cfg=lambda w: c5_replicate_metrics_config(w.c5_rep),
-        jobs=[c5_group_Ls(g) for g in C5_JOBS],
-        record=c5_record_config(),
-        z=config["decision"]["z"],
-        seeds=lambda w: c5_any_replicate(w.c5_rep),
-    threads: C5["threads"]
-    resources:
-        runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
-        mem_mb=lambda w: 1000 + int(C5["eval"]["chunk"] * max(C5["L"]) * (C5["d"] + 1) * 8 * 12 / 1e6),
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "replicate_{c5_rep}_metrics"),
-    script:
-        "../scripts/c5_metrics.py"
-
-
-rule c5_replicate_verdict:
-    """The criteria on one replicate alone (its test-sampling errors)."""
-    input:
-        metrics="results/c5_replicates/{c5_rep}/c5_metrics.json",
-        code=code_inputs("c5_verdict.py"),
-    output:
-        json="results/c5_replicates/{c5_rep}/verdict.json",
-        md="results/c5_replicates/{c5_rep}/verdict.md",
-        consistency="results/c5_replicates/{c5_rep}/consistency.json",
-        html="results/c5_replicates/{c5_rep}/verdict.html",
-    params:
-        z=config["decision"]["z"],
-        criteria=C5["criteria"],
-        checks=C5.get("consistency_checks", []),
-        preset=PRESET,
-        protocol=c5_protocol(),
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "replicate_{c5_rep}_verdict"),
-    script:
-        "../scripts/c5_verdict.py"
+# --------------------------------------------------------------------------- sets of replicates
+# c5_replicates (target c5_replicates): the whole experiment over c5.replicates, the replicate equal
+# to the default settings being the default run itself (results/c5); c5_confirm (target c5_confirm):
+# C5e and C5f decided on the fresh seeds of c5.confirm.  Each replicate trains and is evaluated by the
+# run rules above (results/c5_replicates/<name>); a set's aggregate is results/<set>/.  Not in the
+# default target.
 
 
 rule c5_replicates_metrics:
-    """Per-L risks and gaps as mean +/- standard error across the replicates; the criteria's metrics
-    with the jackknife over replicates."""
+    """Per-L risks and gaps of a set as mean +/- standard error across its replicates; the criteria's
+    metrics with the jackknife over replicates."""
     input:
-        tables=[f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_REPS],
-        metrics=[f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_REPS],
+        tables=lambda w: [f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_SETS[w.c5_set]],
+        metrics=lambda w: [f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_SETS[w.c5_set]],
         code=code_inputs("c5_replicates_metrics.py"),
     output:
-        table="results/c5_replicates/c5_replicates_risks.csv",
-        metrics="results/c5_replicates/c5_replicates_metrics.json",
+        table="results/{c5_set}/{c5_set}_risks.csv",
+        metrics="results/{c5_set}/{c5_set}_metrics.json",
     params:
-        names=list(C5_REPS),
+        names=lambda w: list(C5_SETS[w.c5_set]),
         noise=C5["noise_var"],
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "replicates_metrics"),
+        logfile("{c5_set}", "metrics"),
     script:
         "../scripts/c5_replicates_metrics.py"
 
 
 rule c5_replicates_figure:
-    """Gap and gap x L against L across replicates (mean +/- se) with the S7 prediction; risks."""
+    """Gap and gap x L against L across a set's replicates (mean +/- se) with the S7 prediction; risks."""
     input:
-        table="results/c5_replicates/c5_replicates_risks.csv",
-        metrics="results/c5_replicates/c5_replicates_metrics.json",
+        table="results/{c5_set}/{c5_set}_risks.csv",
+        metrics="results/{c5_set}/{c5_set}_metrics.json",
         code=code_inputs("c5_replicates_figure.py"),
     output:
-        png="figures/c5_replicates.png",
-        pdf="figures/c5_replicates.pdf",
+        png="figures/{c5_set}.png",
+        pdf="figures/{c5_set}.pdf",
     params:
         protocol=c5_protocol(),
         curves=config["plot"]["c5_curves"],
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "replicates_figure"),
+        logfile("{c5_set}", "figure"),
     script:
         "../scripts/c5_replicates_figure.py"
 
 
 rule c5_replicates_verdict:
-    """The C5 criteria read with the errors across replicates."""
+    """A set's criteria (c5.criteria; c5_confirm: c5.confirm.criteria, written before its run) read
+    with the errors across its replicates."""
     input:
-        metrics="results/c5_replicates/c5_replicates_metrics.json",
+        metrics="results/{c5_set}/{c5_set}_metrics.json",
         code=code_inputs("c5_replicates_verdict.py"),
     output:
-        json="results/c5_replicates/verdict.json",
-        md="results/c5_replicates/verdict.md",
-        consistency="results/c5_replicates/consistency.json",
-        html="results/c5_replicates/verdict.html",
+        json="results/{c5_set}/verdict.json",
+        md="results/{c5_set}/verdict.md",
+        consistency="results/{c5_set}/consistency.json",
+        html="results/{c5_set}/verdict.html",
     params:
         z=config["decision"]["z"],
-        criteria=C5["criteria"],
+        criteria=lambda w: C5_SET_CRITERIA[w.c5_set],
         checks=C5.get("consistency_checks", []),
         preset=PRESET,
         protocol=c5_protocol(),
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c5", "replicates_verdict"),
+        logfile("{c5_set}", "verdict"),
     script:
         "../scripts/c5_replicates_verdict.py"
-
-
-# --------------------------------------------------------------------------- confirmation (target c5_confirm)
-# C5e and C5f decided on fresh seeds (c5.confirm): each replicate trains and is evaluated by the
-# replicate rules above (results/c5_replicates/<name>); the aggregate is results/c5_confirm/.
-C5_CONFIRM = c5_confirm_replicates()
-
-
-rule c5_confirm_metrics:
-    """Per-L risks and gaps across the confirmatory replicates (mean +/- se across seeds); the criteria's metrics."""
-    input:
-        tables=[f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_CONFIRM],
-        metrics=[f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_CONFIRM],
-        code=code_inputs("c5_replicates_metrics.py"),
-    output:
-        table="results/c5_confirm/c5_confirm_risks.csv",
-        metrics="results/c5_confirm/c5_confirm_metrics.json",
-    params:
-        names=list(C5_CONFIRM),
-        noise=C5["noise_var"],
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "confirm_metrics"),
-    script:
-        "../scripts/c5_replicates_metrics.py"
-
-
-rule c5_confirm_figure:
-    """Gap and gap x L against L across the confirmatory replicates with the S7 prediction; risks."""
-    input:
-        table="results/c5_confirm/c5_confirm_risks.csv",
-        metrics="results/c5_confirm/c5_confirm_metrics.json",
-        code=code_inputs("c5_replicates_figure.py"),
-    output:
-        png="figures/c5_confirm.png",
-        pdf="figures/c5_confirm.pdf",
-    params:
-        protocol=c5_protocol(),
-        curves=config["plot"]["c5_curves"],
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "confirm_figure"),
-    script:
-        "../scripts/c5_replicates_figure.py"
-
-
-rule c5_confirm_verdict:
-    """C5e and C5f as written before the confirmatory run (c5.confirm.criteria), read with the errors across its replicates."""
-    input:
-        metrics="results/c5_confirm/c5_confirm_metrics.json",
-        code=code_inputs("c5_replicates_verdict.py"),
-    output:
-        json="results/c5_confirm/verdict.json",
-        md="results/c5_confirm/verdict.md",
-        consistency="results/c5_confirm/consistency.json",
-        html="results/c5_confirm/verdict.html",
-    params:
-        z=config["decision"]["z"],
-        criteria=C5.get("confirm", {}).get("criteria", []),
-        checks=C5.get("consistency_checks", []),
-        preset=PRESET,
-        protocol=c5_protocol(),
-    conda:
-        "../envs/softlin.yaml"
-    log:
-        logfile("c5", "confirm_verdict"),
-    script:
-        "../scripts/c5_replicates_verdict.py"
-
-
-rule c5_confirm:
-    """Target: C5e and C5f on the fresh seeds of c5.confirm (not in the default target; each replicate trains ~8 min)."""
-    input:
-        rules.c5_confirm_metrics.output,
-        rules.c5_confirm_figure.output,
-        rules.c5_confirm_verdict.output,
-        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_CONFIRM],
 
 
 # --------------------------------------------------------------------------- S7's limit (target c5_limit)
@@ -405,18 +272,27 @@ localrules:
 rule c5_replicates:
     """Target: C5 over every c5.replicates entry (not in the default target; each replicate trains ~8 min)."""
     input:
-        rules.c5_replicates_metrics.output,
-        rules.c5_replicates_figure.output,
-        rules.c5_replicates_verdict.output,
-        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_REPS],
+        expand(rules.c5_replicates_metrics.output, c5_set="c5_replicates"),
+        expand(rules.c5_replicates_figure.output, c5_set="c5_replicates"),
+        expand(rules.c5_replicates_verdict.output, c5_set="c5_replicates"),
+        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_SETS["c5_replicates"]],
+
+
+rule c5_confirm:
+    """Target: C5e and C5f on the fresh seeds of c5.confirm (not in the default target; each replicate trains ~8 min)."""
+    input:
+        expand(rules.c5_replicates_metrics.output, c5_set="c5_confirm"),
+        expand(rules.c5_replicates_figure.output, c5_set="c5_confirm"),
+        expand(rules.c5_replicates_verdict.output, c5_set="c5_confirm"),
+        [f"{c5_replicate_dir(n)}/verdict.md" for n in C5_SETS["c5_confirm"]],
 
 
 rule c5:
     """Target: every C5 output (docs/maths.md#conventions)."""
     input:
-        rules.c5_metrics.output,
+        [f"results/c5/{f}" for f in C5_RUN_FILES[:2]],
         rules.c5_figure.output,
-        rules.c5_verdict.output,
+        [f"results/c5/{f}" for f in C5_RUN_FILES[2:]],
 
 
 ALL_TARGETS.extend(rules.c5.input)

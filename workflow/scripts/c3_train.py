@@ -12,7 +12,8 @@ p = snakemake.params  # noqa: F821
 w = snakemake.wildcards  # noqa: F821
 log = Progress(snakemake.log[0], f"c3 train {w.setting} seed {w.seed}")  # noqa: F821
 tasks = Tasks.load(snakemake.input.tasks)  # noqa: F821
-out = train_setting(tasks, p.L, p.lr, p.steps, p.record_every, p.convention, progress=log,
-                    seed_order=p.seed_order)
+r = p.record  # the record's shape (C3_RECORD, c3_transfer.smk): what c3_metrics reads it back against
+out = train_setting(tasks, r["L"], p.lr, r["steps"], r["record_every"], p.convention, progress=log,
+                    seed_order=r["offblock_seed_order"])
 records.save(snakemake.output[0], out)  # noqa: F821
 log("saved")
