@@ -275,11 +275,20 @@ rule c5_replicates_verdict:
 C5_CONFIRM = c5_confirm_replicates()
 
 
+def c5_confirm_inputs(leaf):
+    """Each confirmatory replicate's ``leaf``; an input function, so that planning c5_confirm without
+    replicates (c5.confirm.replicates empty, no criteria: the config check allows it) stops the dry run."""
+    def inputs(wildcards):
+        config_check.needs_replicates("c5.confirm.replicates", len(C5_CONFIRM), "the target c5_confirm")
+        return [f"{c5_replicate_dir(n)}/{leaf}" for n in C5_CONFIRM]
+    return inputs
+
+
 rule c5_confirm_metrics:
     """Per-L risks and gaps across the confirmatory replicates (mean +/- se across seeds); the criteria's metrics."""
     input:
-        tables=[f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_CONFIRM],
-        metrics=[f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_CONFIRM],
+        tables=c5_confirm_inputs("c5_risks.csv"),
+        metrics=c5_confirm_inputs("c5_metrics.json"),
         code=code_inputs("c5_replicates_metrics.py"),
     output:
         table="results/c5_confirm/c5_confirm_risks.csv",

@@ -12,7 +12,7 @@ from snakemake.utils import validate
 
 from softlin import outputs, stop_signals
 from softlin.claims import c5_protocol as c5_protocol_text
-from softlin import config_check, config_cost
+from softlin import config_check, config_cost, config_yaml
 
 
 def _deep_merge(base, over):
@@ -29,8 +29,7 @@ def _deep_merge(base, over):
 def _read_yaml(path):
     """A YAML file parsed by libyaml (``CSafeLoader``): Snakemake's own loader (yte, pure Python)
     takes ~0.3 s for config.yaml and the schema, a sixth of a dry run's start-up."""
-    with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return config_yaml.read(path)  # strict: a key twice in one mapping is refused with its file and line
 
 
 def _validate(data, schema_path):
@@ -118,6 +117,8 @@ def _load_config(cfg):
     """Defaults <- preset file <- --configfile files <- command-line --config, then schema
     validation and the semantic checks (:func:`softlin.config_check.check`): (config, checked covariances)."""
     settings = workflow.config_settings
+    for path in settings.configfiles:  # parsed by Snakemake (last of two equal keys wins): re-read strictly
+        config_yaml.read(path, mapping=True)
     cli = _deep_merge(getattr(settings, "overwrite_config", None) or {},
                       _typed(dict(getattr(settings, "config", None) or {})))
     preset = cli.get("preset", cfg.get("preset", "default"))
