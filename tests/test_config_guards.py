@@ -241,6 +241,10 @@ def test_reference_tol_bound_is_where_a_run_off_by_c5a_gap_counts_converged():
     refused({"c5": {"convergence": {"reference_tol": 0.1}}})
 
 
+def _rep(seed, eval_seed):
+    return {"seed": seed, "init_seed": seed + 100, "eval_seed": eval_seed}
+
+
 KNOBS = [  # (key path, legal-looking values): the draws of the property test
     (("c3", "L"), [[8, 16, 32, 64], [16, 32, 64], [8, 16, 32, 64, 128]]),
     (("c3", "offblock_seed_order"), [True, False]),
@@ -260,9 +264,8 @@ KNOBS = [  # (key path, legal-looking values): the draws of the property test
     (("plot", "probe_cmap"), ["viridis", "plasma", "nosuch"]),
     (("c5", "convergence", "reference_tol"), [0.0, 0.05, 0.5]),
     (("c4", "tol"), [1.0e-8, 1.0e-6, 1.0e-3]),
-    (("c5", "confirm", "replicates"), [[{"seed": 41, "init_seed": 0, "eval_seed": 42}, {"seed": 43, "init_seed": 5, "eval_seed": 44}],
-                                       [{"seed": 41, "init_seed": 0, "eval_seed": 42}, {"seed": 2025, "init_seed": 5, "eval_seed": 44}],
-                                       [{"seed": 41, "init_seed": 0, "eval_seed": 31337}, {"seed": 43, "init_seed": 5, "eval_seed": 44}]]),
+    (("c5", "confirm", "replicates"), [[_rep(41, 42), _rep(43, 44)], [_rep(41, 42), _rep(2025, 44)],
+                                       [_rep(41, 31337), _rep(43, 44)]]),
 ]
 
 
