@@ -36,6 +36,11 @@ MAX_REFERENCE_TOL = 0.05
 # C4's "reaches theta*" (distance below c4.tol at t_max), which places the boundary alpha_c of C4c:
 # at most the predeclared 1e-6, the distance C4a and C4c require of the flows they call converged
 MAX_C4_TOL = 1.0e-6
+# C3d's "a run's off-block mass grows" (softlin.claims.c3.growth_rate): the peak OLS slope of ln(mass) over
+# `records` consecutive records, masses below `floor` counted as it, exceeds `grow_rate`.  A larger
+# grow_rate or floor, or a longer window (which averages a burst of growth with the flat records around
+# it), lets fewer runs grow: bounded by the predeclared values (tighter is free)
+MAX_C3_OFFBLOCK = {"grow_rate": 1.0e-3, "floor": 1.0e-14, "records": 6}
 
 
 def fail(key: str, reason: str):
@@ -174,16 +179,17 @@ def _fresh(c5: dict, confirm: list) -> None:
 
 
 def _limit_ranges(c5: dict) -> None:
-    """c5.limit's fit ranges ``[low, high]``: low < high; the family's holds at least 3 of c5.limit.L (a fit
-    of K - a/L - b/L^2 has 3 parameters; the trained fits read the committed replicates' lengths, docs/)."""
+    """c5.limit's fit ranges ``[low, high]``: low < high; each holds at least 3 of c5.limit.L (a fit of
+    K - a/L - b/L^2 has 3 parameters; the family is also fitted over fit_L, as a diagnostic, by
+    softlin.claims.c5_limit_report.analyse; the trained fits read the committed replicates' lengths)."""
     lim = c5.get("limit") or {}
     if "L" in lim and sorted(set(lim["L"])) != list(lim["L"]):
         fail("c5.limit.L", "prompt lengths must be strictly increasing")
-    for key, Ls in (("fit_L", None), ("family_fit_L", lim.get("L", []))):
+    for key in ("fit_L", "family_fit_L"):
         if key not in lim:
             continue
         lo, hi = lim[key]
-        n = 3 if Ls is None else sum(lo <= L <= hi for L in Ls)
+        n = sum(lo <= L <= hi for L in lim.get("L", []))
         if lo >= hi:
             fail(f"c5.limit.{key}", f"[{lo}, {hi}]: need low < high")
         if n < 3:
@@ -284,7 +290,14 @@ def check_guards(cfg: dict) -> None:
     """The tests behind a precondition keep their power (docs/faults.md#guards): C5's plateau window
     (the last ``window_frac`` of the log) holds at least :data:`MIN_WINDOW_POINTS` log points and the
     end slope it can flag, ``max_rel_drop / window_frac``, is at most :data:`MAX_END_RATE`; C5's
-    ``reference_tol`` is at most :data:`MAX_REFERENCE_TOL`; C4's ``tol`` at most :data:`MAX_C4_TOL`."""
+    ``reference_tol`` is at most :data:`MAX_REFERENCE_TOL`; C4's ``tol`` at most :data:`MAX_C4_TOL`;
+    C3d's growth test no looser than :data:`MAX_C3_OFFBLOCK`."""
+    rate = (cfg.get("c3") or {}).get("offblock_rate") or {}
+    for key, bound in MAX_C3_OFFBLOCK.items():
+        if key in rate and rate[key] > bound * (1 + 1e-9):
+            fail(f"c3.offblock_rate.{key}", f"{rate[key]:g} > {bound:g}: fewer runs would count as growing, so C3d "
+                 "(the fraction of seeds whose off-block mass grows < 1/2) could pass on growth it no longer sees "
+                 "(the predeclared value is the bound; tighter is free)")
     c4 = cfg.get("c4")
     if c4 is not None and c4["tol"] > MAX_C4_TOL * (1 + 1e-9):
         fail("c4.tol", f"{c4['tol']:g} > {MAX_C4_TOL:g}: a flow that stops short of theta* would count as reaching it, "

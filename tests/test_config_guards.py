@@ -84,6 +84,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "exponent_duplicate_lambda": ({"c1": {"exponent": {"lambda": [0.2, 0.2]}}}, "c1.exponent.lambda"),
     "limit_fit_range_empty": ({"c5": {"limit": {"fit_L": [100, 100]}}}, "c5.limit.fit_L"),
     "limit_family_range_short": ({"c5": {"limit": {"family_fit_L": [10000, 20000]}}}, "c5.limit.family_fit_L"),
+    "limit_trained_range_misses_family": ({"c5": {"limit": {"fit_L": [10, 50]}}},
+                                          "config key 'c5.limit.fit_L': [10, 50] holds 0 of c5.limit.L"),
     "limit_L_unordered": ({"c5": {"limit": {"L": [300, 200, 100]}}}, "c5.limit.L"),
     "confirm_one_replicate": ({"c5": {"confirm": {"replicates": [{"seed": 2028, "init_seed": 16, "eval_seed": 31340}]}}},
                               "c5.confirm.replicates"),
@@ -118,6 +120,9 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
                                      "config key 'c5.confirm.replicates[1].eval_seed': 31337"),
     "confirm_one_replicate_no_criteria": ({"c5": {"confirm": {"criteria": [], "replicates": [
         {"seed": 2028, "init_seed": 16, "eval_seed": 31340}]}}}, "config key 'c5.confirm.replicates': 1 replicate"),
+    "c3_grow_rate_loose": ({"c3": {"offblock_rate": {"grow_rate": 0.01}}},
+                           "config key 'c3.offblock_rate.grow_rate': 0.01 > 0.001"),
+    "c3_floor_loose": ({"c3": {"offblock_rate": {"floor": 1.0e-3}}}, "config key 'c3.offblock_rate.floor': 0.001 > 1e-14"),
     "huge_c1": ({"c1": {"n_blocks": 10 ** 9}}, "config key 'c1': about "),
     "huge_c5_L": ({"c5": {"L": [10, 20, 10 ** 8]}}, "config key 'c5': its largest job needs about"),
 }
@@ -225,6 +230,25 @@ def test_the_guards_allow_the_predeclared_values_and_tighter():
     load({"c5": {"confirm": {"criteria": [], "replicates": []}}})  # confirmation off: c5_confirm refuses at planning
 
 
+def test_c3d_growth_bounds_are_where_a_burst_stops_counting():
+    """Off-block mass rising threefold from rounding level (1e-14) over 4 records, then flat (records
+    every 20 steps, 101 records): at the predeclared window (6 records) and floor it grows (peak
+    rate ln 3 / 80 = 0.014 > 1e-3); a floor above the mass, or a window of 100 records that averages
+    the rise with the flat records, reads no growth, and the check refuses both (the window at the
+    default preset, whose runs hold 126 records)."""
+    steps = np.arange(0, 2020, 20)
+    mass = np.full(steps.size, 1e-14)
+    mass[47:51] = 1e-14 * 3 ** (np.arange(1, 5) / 4)
+    mass[51:] = 3e-14
+    peak = c3_claim.peak_growth_rate(steps, mass, 6, 1e-14)
+    assert peak > 1e-3 and np.isclose(peak, np.log(3) / 80, rtol=0.25)
+    assert c3_claim.peak_growth_rate(steps, mass, 6, 1e-13) == 0.0
+    assert c3_claim.peak_growth_rate(steps, mass, 100, 1e-14) < 1e-3
+    refused({"c3": {"offblock_rate": {"floor": 1e-13}}})
+    refused({"c3": {"offblock_rate": {"records": 100}}}, preset="default")
+    load({"c3": {"offblock_rate": {"records": 2, "grow_rate": 1e-5, "floor": 1e-16}}})   # tighter: free
+
+
 def _within_reference(risk, reference, tol):
     return c5_convergence.run_convergence(np.ones(40), np.arange(1, 41), {
         "escape_frac": 0.5, "window_frac": 0.1, "max_rel_drop": 0.02, "reference_tol": tol},
@@ -264,6 +288,7 @@ KNOBS = [  # (key path, legal-looking values): the draws of the property test
     (("plot", "probe_cmap"), ["viridis", "plasma", "nosuch"]),
     (("c5", "convergence", "reference_tol"), [0.0, 0.05, 0.5]),
     (("c4", "tol"), [1.0e-8, 1.0e-6, 1.0e-3]),
+    (("c3", "offblock_rate", "grow_rate"), [1.0e-4, 1.0e-3, 1.0e-2]),
     (("c5", "confirm", "replicates"), [[_rep(41, 42), _rep(43, 44)], [_rep(41, 42), _rep(2025, 44)],
                                        [_rep(41, 31337), _rep(43, 44)]]),
 ]
@@ -301,6 +326,7 @@ def _works(cfg):
         cfg["plot"]["probe_cmap"] in ("viridis", "plasma"),
         conv["reference_tol"] <= 0.05,                           # within reference: no looser than C5a's gap
         c4["tol"] <= 1.0e-6,                                     # C4's "reaches theta*"
+        c3["offblock_rate"]["grow_rate"] <= 1.0e-3,              # C3d's "grows"
         len(confirm) >= 2,                                       # c5_confirm's jackknife
         not any(r[k] == e[k] for r in confirm for e in explore for k in ("seed", "eval_seed")),  # fresh seeds
     ])
