@@ -467,3 +467,16 @@ def test_the_configfile_precheck_finds_the_files_of_a_command_line(tmp_path):
     assert config_yaml.configfiles(["--configfiles=x.yaml", "c5", "--configfile", "y.yaml"]) == ["x.yaml", "y.yaml"]
     assert config_yaml.main(["--configfile", str(good)]) == 0
     assert config_yaml.main(argv) == 1
+
+
+def test_one_seed_per_c3_setting_completes_undecided():
+    """``c3.settings.*.n_seed: 1`` (the schema's default) is legal: every error across seeds is NaN and
+    each test undecided; the verdict page printed a count's NaN interval with ``int(nan)`` and the
+    verdict job crashed after the training (found by running it at the smoke preset)."""
+    from softlin import verdict_report
+
+    assert verdict_report._num(float("nan")) == "nan"
+    assert verdict_report._num(float("inf")) == "inf" and verdict_report._num(3.0) == "3"
+    r = {"measured": "fits.isotropic_gauss.n_sig_increases_D_inf_max", "outcome": "undecided",
+         "decided_by": {"label": None, "value": 1.0, "lo": float("nan"), "hi": float("nan"), "se": None, "reason": None}}
+    assert "= 1 in [nan, nan]" in verdict_report.fmt_test(r)
