@@ -100,6 +100,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "no_beyond_fraction": ({"c4": {"alpha_sweep": {"fractions": [0.5]}, "criteria": [{"id": "C4x", "statement": "s", "all": [
         {"measured": "summary.alpha_beyond_converged", "op": "==", "value": 0}]}]}},
         "needs a c4.alpha_sweep.fractions entry >= 1"),
+    "c1_two_blocks_last_over_se": ({"c1": {"n_blocks": 2}},
+                                   "C1f measures 'fits.rademacher/star.last_over_se', which needs c1.n_blocks >= 3"),
     "offblock_records_beyond_run": ({"c3": {"offblock_rate": {"records": 200}}},
                                     "config key 'c3.offblock_rate.records': 200 records, but a run records only 6"),
     "ntasks_one_seed": ({"c4": {"n_tasks": {"n_seed": 1}}}, "config key 'c4.n_tasks.n_seed'"),
@@ -184,6 +186,12 @@ def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():
     cfg3 = _merge(cfg, {"c3": {"L": [16, 32, 64]}})
     assert "4 prompt lengths" in metric_names.missing_reason("c3", cfg3, "fits.isotropic_rademacher.slope_last4_D_inf_max")
     assert metric_names.missing_reason("c3", cfg, "fits.isotropic_rademacher.slope_last4_D_inf_max") is None
+    from softlin.claims import curves
+    blocks = rng.uniform(0.5, 1.0, (2, 4))   # 2 task blocks of a curve over 4 lengths: no last_over_se
+    assert "last_over_se" not in curves.jackknife_shape(np.array([8, 16, 32, 64]), blocks, curves.rms)[0]
+    assert "last_over_se" in curves.jackknife_shape(np.array([8, 16, 32, 64]), rng.uniform(0.5, 1, (3, 4)), curves.rms)[0]
+    assert "n_blocks >= 3" in metric_names.missing_reason("c1", _merge(cfg, {"c1": {"n_blocks": 2}}),
+                                                          "fits.rademacher/star.last_over_se")
 
 
 def test_c1_threshold_sides_need_a_probe_on_each_side():
