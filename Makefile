@@ -25,7 +25,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m softlin.kernels.build
 	touch $(STAMP)
 
+# each --configfile in ARGS parsed strictly first: Snakemake reports a malformed one without its
+# name or line, before any workflow code runs (softlin/config_yaml.py)
+CHECK = $(BIN)/python -m softlin.config_yaml $(ARGS)
+
 run: $(STAMP)                ## the whole workflow (every claim), locally on all cores
+	$(CHECK)
 	$(BIN)/snakemake --workflow-profile workflow/profiles/default $(ARGS)
 
 test: $(STAMP)               ## the test suite
@@ -36,9 +41,11 @@ lint: $(STAMP)               ## ruff (config in pyproject.toml) and snakemake --
 	$(BIN)/snakemake --lint
 
 smoke: $(STAMP)              ## the whole workflow at the smoke preset (minutes)
+	$(CHECK)
 	$(BIN)/snakemake --workflow-profile workflow/profiles/default --config preset=smoke $(ARGS)
 
 report: $(STAMP)             ## browsable HTML report of the last run
+	$(CHECK)
 	$(BIN)/snakemake --workflow-profile workflow/profiles/default --report report.html $(ARGS)
 
 # docs/calibration.md: the default run (results/) beside C1-C4 at other seeds (results/other_seeds/,

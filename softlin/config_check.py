@@ -29,6 +29,18 @@ BAND_OPS = ("between", "outside")
 # relative fall over one training length at the end rate) no larger than the default's 0.02 / 0.1
 MIN_WINDOW_POINTS = 3
 MAX_END_RATE = 0.2
+# the C5 within-reference test (a run's test risk at most (1 + reference_tol) x its class reference's):
+# at most the predeclared 0.05, the relative gap C5a reads at the largest L, so that a run missing
+# its reference by more than the effect a criterion measures is not counted converged
+MAX_REFERENCE_TOL = 0.05
+# C4's "reaches theta*" (distance below c4.tol at t_max), which places the boundary alpha_c of C4c:
+# at most the predeclared 1e-6, the distance C4a and C4c require of the flows they call converged
+MAX_C4_TOL = 1.0e-6
+# C3d's "a run's off-block mass grows" (softlin.claims.c3.growth_rate): the peak OLS slope of ln(mass) over
+# `records` consecutive records, masses below `floor` counted as it, exceeds `grow_rate`.  A larger
+# grow_rate or floor, or a longer window (which averages a burst of growth with the flat records around
+# it), lets fewer runs grow: bounded by the predeclared values (tighter is free)
+MAX_C3_OFFBLOCK = {"grow_rate": 1.0e-3, "floor": 1.0e-14, "records": 6}
 
 
 def fail(key: str, reason: str):
@@ -132,32 +144,52 @@ def check_semantics(cfg):
             raise ValueError("config key 'c5.models': must be [softmax, linear] (the claim compares the two)")
         _replicates("c5.replicates", c5.get("replicates") or [])
         confirm = c5.get("confirm") or {}
-        if confirm.get("criteria"):  # criteria to judge: c5_confirm's errors are a jackknife too
+        if confirm.get("criteria") or confirm.get("replicates"):  # c5_confirm's errors are a jackknife too
             _replicates("c5.confirm.replicates", confirm.get("replicates") or [])
+            _fresh(c5, confirm.get("replicates") or [])
         _limit_ranges(c5)
     return sigmas
 
 
+def needs_replicates(key: str, n: int, who: str = "") -> None:
+    """At least 2 replicates (the standard errors are a jackknife over them); ``who``: what needs them."""
+    if n < 2:
+        fail(key, f"{n} replicate; {who + ' needs' if who else 'need'} at least 2 (the standard errors are a "
+             "jackknife over replicates)")
+
+
 def _replicates(key: str, reps: list) -> None:
-    """At least 2 replicates (the standard errors are a jackknife over them), no two with the same seeds."""
-    if len(reps) < 2:
-        fail(key, f"{len(reps)} replicate; need at least 2 (the standard errors are a jackknife over replicates)")
+    """At least 2 replicates (:func:`needs_replicates`), no two with the same seeds."""
+    needs_replicates(key, len(reps))
     seen = [(r["seed"], r["init_seed"], r["eval_seed"]) for r in reps]
     if len(set(seen)) < len(seen):
         fail(key, "two replicates with the same seeds (they would be one run counted twice)")
 
 
+def _fresh(c5: dict, confirm: list) -> None:
+    """The confirmatory replicates share no training stream seed and no test-set seed with the
+    exploratory ones (c5.replicates and the default run): a shared one would confirm on data seen
+    before.  (Initialisations are not compared: their ranges move with c5.restarts.)"""
+    explore = [*(c5.get("replicates") or []), {"seed": c5["seed"], "eval_seed": c5["eval"]["seed"]}]
+    for i, r in enumerate(confirm):
+        for key in ("seed", "eval_seed"):
+            if r[key] in {e[key] for e in explore}:
+                fail(f"c5.confirm.replicates[{i}].{key}", f"{r[key]} is already used by c5.replicates or the "
+                     "default run (c5.seed, c5.eval.seed): a confirmation needs fresh seeds")
+
+
 def _limit_ranges(c5: dict) -> None:
-    """c5.limit's fit ranges ``[low, high]``: low < high; the family's holds at least 3 of c5.limit.L (a fit
-    of K - a/L - b/L^2 has 3 parameters; the trained fits read the committed replicates' lengths, docs/)."""
+    """c5.limit's fit ranges ``[low, high]``: low < high; each holds at least 3 of c5.limit.L (a fit of
+    K - a/L - b/L^2 has 3 parameters; the family is also fitted over fit_L, as a diagnostic, by
+    softlin.claims.c5_limit_report.analyse; the trained fits read the committed replicates' lengths)."""
     lim = c5.get("limit") or {}
     if "L" in lim and sorted(set(lim["L"])) != list(lim["L"]):
         fail("c5.limit.L", "prompt lengths must be strictly increasing")
-    for key, Ls in (("fit_L", None), ("family_fit_L", lim.get("L", []))):
+    for key in ("fit_L", "family_fit_L"):
         if key not in lim:
             continue
         lo, hi = lim[key]
-        n = 3 if Ls is None else sum(lo <= L <= hi for L in Ls)
+        n = sum(lo <= L <= hi for L in lim.get("L", []))
         if lo >= hi:
             fail(f"c5.limit.{key}", f"[{lo}, {hi}]: need low < high")
         if n < 3:
@@ -255,9 +287,21 @@ def check_tests(cfg: dict) -> None:
 
 
 def check_guards(cfg: dict) -> None:
-    """The C5 plateau test keeps its power: its window (the last ``window_frac`` of the log) holds
-    at least :data:`MIN_WINDOW_POINTS` log points, and the end slope it can flag,
-    ``max_rel_drop / window_frac``, is at most :data:`MAX_END_RATE` (docs/faults.md#guards)."""
+    """The tests behind a precondition keep their power (docs/faults.md#guards): C5's plateau window
+    (the last ``window_frac`` of the log) holds at least :data:`MIN_WINDOW_POINTS` log points and the
+    end slope it can flag, ``max_rel_drop / window_frac``, is at most :data:`MAX_END_RATE`; C5's
+    ``reference_tol`` is at most :data:`MAX_REFERENCE_TOL`; C4's ``tol`` at most :data:`MAX_C4_TOL`;
+    C3d's growth test no looser than :data:`MAX_C3_OFFBLOCK`."""
+    rate = (cfg.get("c3") or {}).get("offblock_rate") or {}
+    for key, bound in MAX_C3_OFFBLOCK.items():
+        if key in rate and rate[key] > bound * (1 + 1e-9):
+            fail(f"c3.offblock_rate.{key}", f"{rate[key]:g} > {bound:g}: fewer runs would count as growing, so C3d "
+                 "(the fraction of seeds whose off-block mass grows < 1/2) could pass on growth it no longer sees "
+                 "(the predeclared value is the bound; tighter is free)")
+    c4 = cfg.get("c4")
+    if c4 is not None and c4["tol"] > MAX_C4_TOL * (1 + 1e-9):
+        fail("c4.tol", f"{c4['tol']:g} > {MAX_C4_TOL:g}: a flow that stops short of theta* would count as reaching it, "
+             "moving C4c's boundary alpha_c up (the distance C4a and C4c require is 1e-6; tighter is free)")
     c5 = cfg.get("c5")
     if c5 is None:
         return
@@ -267,6 +311,10 @@ def check_guards(cfg: dict) -> None:
         fail("c5.convergence.window_frac", f"{conv['window_frac']:g} x {n_log} logged losses is fewer than "
              f"{MIN_WINDOW_POINTS} points: the flatness test would fit a shorter window than it scales its "
              "drop to, and 'flat' would hold for any run")
+    if conv["reference_tol"] > MAX_REFERENCE_TOL * (1 + 1e-9):
+        fail("c5.convergence.reference_tol", f"{conv['reference_tol']:g} > {MAX_REFERENCE_TOL:g}: a run whose test risk "
+             "exceeds its reference by more than the 5% gap C5a measures would count as converged (the "
+             "precondition of C5a, e and f; docs/faults.md#guards)")
     rate = conv["max_rel_drop"] / conv["window_frac"]
     if rate > MAX_END_RATE * (1 + 1e-9):
         fail("c5.convergence.window_frac", f"max_rel_drop / window_frac = {rate:.3g} > {MAX_END_RATE:g}: the "

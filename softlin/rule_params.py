@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import config_cost
+from . import config_check, config_cost
 from .claims import c5_protocol as c5_protocol_text
 
 C5_TASK_KEYS = ("d", "kms_rho", "noise_var", "w_var", "covariance_mode", "sample_dtype")
@@ -19,7 +19,7 @@ C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed"
 EXPORTED = ("c3_runs", "c3_setting", "claim_setting", "c5_train_config", "c5_record_config",
             "c5_metrics_config", "c5_replicates", "c5_confirm_replicates", "c5_any_replicate", "c5_is_default",
             "c5_replicate_dir", "c5_replicate_train_config", "c5_replicate_metrics_config", "c5_step_seconds",
-            "c5_groups", "c5_runtime_min", "c5_mem_mb", "c5_protocol", "_c5_section")
+            "c5_groups", "c5_runtime_min", "c5_mem_mb", "c5_protocol", "_c5_section", "c5_set_members")
 
 
 def pow2_range(cfg):
@@ -100,6 +100,15 @@ class RuleParams:
     def c5_confirm_replicates(self):
         """The c5.confirm.replicates entries (fresh seeds, target c5_confirm), named as :meth:`c5_replicates`'."""
         return _c5_named(self.config["c5"].get("confirm", {}).get("replicates", []))
+
+    def c5_set_members(self, c5_set):
+        """The replicate names of a set (``c5_replicates`` or ``c5_confirm``), at least 2 of them: called
+        from an input function, so that planning c5_confirm without replicates (c5.confirm.replicates
+        empty and no criteria, which the config check allows) stops the dry run naming the key."""
+        key = {"c5_replicates": "c5.replicates", "c5_confirm": "c5.confirm.replicates"}[c5_set]
+        names = self.c5_replicates() if c5_set == "c5_replicates" else self.c5_confirm_replicates()
+        config_check.needs_replicates(key, len(names), f"the target {c5_set}")
+        return list(names)
 
     def c5_any_replicate(self, name):
         """One replicate's seeds, exploratory (c5.replicates) or confirmatory (c5.confirm.replicates)."""

@@ -25,7 +25,7 @@ def _fmt(x) -> str:
 
 
 def _num(x) -> str:
-    return f"{x:g}" if isinstance(x, float) and (math.isinf(x) or x == int(x)) else _fmt(x)
+    return f"{x:g}" if isinstance(x, float) and (not math.isfinite(x) or x == int(x)) else _fmt(x)  # nan: "nan"
 
 
 def fmt_test(r: dict) -> str:

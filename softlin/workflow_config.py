@@ -11,9 +11,8 @@ import copy
 from pathlib import Path
 
 import numpy as np
-import yaml
 
-from . import config_check
+from . import config_check, config_yaml
 
 CONFIG = Path("config") / "config.yaml"
 PRESETS = Path("config") / "presets"
@@ -32,10 +31,10 @@ def deep_merge(base, over):
 
 
 def read_yaml(path):
-    """A YAML file parsed by libyaml (``CSafeLoader``): Snakemake's own loader (yte, pure Python)
-    takes ~0.3 s for config.yaml and the schema, a sixth of a dry run's start-up."""
-    with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """A YAML file parsed by libyaml (``CSafeLoader``; Snakemake's own loader, yte, pure Python,
+    takes ~0.3 s for config.yaml and the schema, a sixth of a dry run's start-up), strictly: a key
+    twice in one mapping is refused with its file and line (:func:`softlin.config_yaml.read`)."""
+    return config_yaml.read(path)
 
 
 def typed(value):
@@ -146,8 +145,12 @@ def merged(root: Path, cli: dict) -> dict:
     return validate(out, read_yaml(root / SCHEMA))
 
 
-def load(root: Path, cli: dict) -> tuple[dict, dict]:
-    """:func:`merged`, then the semantic checks (:func:`softlin.config_check.check`, one line naming
-    the key, before any job): (config, the checked covariances ``{(claim, setting): array}``)."""
+def load(root: Path, cli: dict, configfiles=()) -> tuple[dict, dict]:
+    """``configfiles`` (the ``--configfile`` files, parsed by Snakemake, where the last of two equal
+    keys wins) re-read strictly, :func:`merged`, then the semantic checks
+    (:func:`softlin.config_check.check`, one line naming the key, before any job): (config, the
+    checked covariances ``{(claim, setting): array}``)."""
+    for path in configfiles:
+        config_yaml.read(path, mapping=True)
     cfg = merged(root, cli)
     return cfg, config_check.check(cfg)

@@ -49,6 +49,14 @@ BAD = {  # name: (--configfile text or None, --config values, what the one-line 
     "c5_window": (None, ["c5={convergence: {window_frac: 0.01}}"], "config key 'c5.convergence.window_frac'"),
     "setting_path": (None, ["c4={settings: {../../x: {sigma: [1.0, 1.0]}}}"], "setting name '../../x' is not allowed"),
     "bad_colour": (None, ["plot={probe_cmap: nosuchmap}"], "config key 'plot.probe_cmap': 'nosuchmap'"),
+    # issue 32, round two: a key twice in a --configfile (YAML kept the last); loosened guards
+    "duplicate_key": ("c5:\n  steps: 100\n  log_every: 10\n  steps: 200\n", [],
+                      "duplicate_key.yaml', line 4: key 'c5.steps' appears twice (first at line 2"),
+    "reference_tol": (None, ["c5={convergence: {reference_tol: 0.5}}"], "config key 'c5.convergence.reference_tol': 0.5 > 0.05"),
+    "c4_tol": (None, ["c4={tol: 0.001}"], "config key 'c4.tol': 0.001 > 1e-06"),
+    "confirm_not_fresh": (None, ["c5={confirm: {replicates: [{seed: 2025, init_seed: 40, eval_seed: 1}, "
+                                 "{seed: 5, init_seed: 50, eval_seed: 2}]}}"],
+                          "config key 'c5.confirm.replicates[0].seed': 2025 is already used"),
 }
 
 

@@ -6,6 +6,7 @@ gives are unique and safe, work beyond the machine is refused with its estimate
 The end-to-end form of the reproducers (one Snakemake process, dry runs) is in test_config_checks.py.
 """
 import copy
+import json
 import random
 
 import numpy as np
@@ -83,6 +84,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "exponent_duplicate_lambda": ({"c1": {"exponent": {"lambda": [0.2, 0.2]}}}, "c1.exponent.lambda"),
     "limit_fit_range_empty": ({"c5": {"limit": {"fit_L": [100, 100]}}}, "c5.limit.fit_L"),
     "limit_family_range_short": ({"c5": {"limit": {"family_fit_L": [10000, 20000]}}}, "c5.limit.family_fit_L"),
+    "limit_trained_range_misses_family": ({"c5": {"limit": {"fit_L": [10, 50]}}},
+                                          "config key 'c5.limit.fit_L': [10, 50] holds 0 of c5.limit.L"),
     "limit_L_unordered": ({"c5": {"limit": {"L": [300, 200, 100]}}}, "c5.limit.L"),
     "confirm_one_replicate": ({"c5": {"confirm": {"replicates": [{"seed": 2028, "init_seed": 16, "eval_seed": 31340}]}}},
                               "c5.confirm.replicates"),
@@ -97,6 +100,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "no_beyond_fraction": ({"c4": {"alpha_sweep": {"fractions": [0.5]}, "criteria": [{"id": "C4x", "statement": "s", "all": [
         {"measured": "summary.alpha_beyond_converged", "op": "==", "value": 0}]}]}},
         "needs a c4.alpha_sweep.fractions entry >= 1"),
+    "c1_two_blocks_last_over_se": ({"c1": {"n_blocks": 2}},
+                                   "C1f measures 'fits.rademacher/star.last_over_se', which needs c1.n_blocks >= 3"),
     "offblock_records_beyond_run": ({"c3": {"offblock_rate": {"records": 200}}},
                                     "config key 'c3.offblock_rate.records': 200 records, but a run records only 6"),
     "ntasks_one_seed": ({"c4": {"n_tasks": {"n_seed": 1}}}, "config key 'c4.n_tasks.n_seed'"),
@@ -106,6 +111,20 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
     "bad_mathtext": ({"description": r"smoke $\nosuchsymbol$"}, "config key 'description': invalid mathtext"),
     "window_too_small": ({"c5": {"convergence": {"window_frac": 0.01}}}, "config key 'c5.convergence.window_frac'"),
     "drop_too_large": ({"c5": {"convergence": {"max_rel_drop": 0.5}}}, "max_rel_drop / window_frac = 5 > 0.2"),
+    "reference_tol_loose": ({"c5": {"convergence": {"reference_tol": 10.0}}},
+                            "config key 'c5.convergence.reference_tol': 10 > 0.05"),
+    "c4_tol_loose": ({"c4": {"tol": 1.0e-3}}, "config key 'c4.tol': 0.001 > 1e-06"),
+    "confirm_seed_seen": ({"c5": {"confirm": {"replicates": [{"seed": 2026, "init_seed": 90, "eval_seed": 1},
+                                                             {"seed": 5, "init_seed": 95, "eval_seed": 2}]}}},
+                          "config key 'c5.confirm.replicates[0].seed': 2026 is already used"),
+    "confirm_eval_seed_is_default": ({"c5": {"confirm": {"replicates": [{"seed": 7, "init_seed": 90, "eval_seed": 8},
+                                                                        {"seed": 5, "init_seed": 95, "eval_seed": 31337}]}}},
+                                     "config key 'c5.confirm.replicates[1].eval_seed': 31337"),
+    "confirm_one_replicate_no_criteria": ({"c5": {"confirm": {"criteria": [], "replicates": [
+        {"seed": 2028, "init_seed": 16, "eval_seed": 31340}]}}}, "config key 'c5.confirm.replicates': 1 replicate"),
+    "c3_grow_rate_loose": ({"c3": {"offblock_rate": {"grow_rate": 0.01}}},
+                           "config key 'c3.offblock_rate.grow_rate': 0.01 > 0.001"),
+    "c3_floor_loose": ({"c3": {"offblock_rate": {"floor": 1.0e-3}}}, "config key 'c3.offblock_rate.floor': 0.001 > 1e-14"),
     "huge_c1": ({"c1": {"n_blocks": 10 ** 9}}, "config key 'c1': about "),
     "huge_c5_L": ({"c5": {"L": [10, 20, 10 ** 8]}}, "config key 'c5': its largest job needs about"),
 }
@@ -167,6 +186,12 @@ def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():
     cfg3 = _merge(cfg, {"c3": {"L": [16, 32, 64]}})
     assert "4 prompt lengths" in metric_names.missing_reason("c3", cfg3, "fits.isotropic_rademacher.slope_last4_D_inf_max")
     assert metric_names.missing_reason("c3", cfg, "fits.isotropic_rademacher.slope_last4_D_inf_max") is None
+    from softlin.claims import curves
+    blocks = rng.uniform(0.5, 1.0, (2, 4))   # 2 task blocks of a curve over 4 lengths: no last_over_se
+    assert "last_over_se" not in curves.jackknife_shape(np.array([8, 16, 32, 64]), blocks, curves.rms)[0]
+    assert "last_over_se" in curves.jackknife_shape(np.array([8, 16, 32, 64]), rng.uniform(0.5, 1, (3, 4)), curves.rms)[0]
+    assert "n_blocks >= 3" in metric_names.missing_reason("c1", _merge(cfg, {"c1": {"n_blocks": 2}}),
+                                                          "fits.rademacher/star.last_over_se")
 
 
 def test_c1_threshold_sides_need_a_probe_on_each_side():
@@ -203,6 +228,55 @@ def test_the_plateau_bound_is_where_the_test_loses_its_power():
     refused({"c5": {"convergence": {"window_frac": 0.01}}})
 
 
+def test_the_guards_allow_the_predeclared_values_and_tighter():
+    """The bounds are the predeclared values (config.yaml), so every tighter setting passes: the
+    guards refuse only a loosened test."""
+    assert BASE["c5"]["convergence"]["reference_tol"] == config_check.MAX_REFERENCE_TOL
+    assert BASE["c4"]["tol"] == config_check.MAX_C4_TOL
+    load({"c5": {"convergence": {"reference_tol": 0.0, "window_frac": 1.0, "max_rel_drop": 0.001}},
+          "c4": {"tol": 1.0e-9}})
+    load({"c5": {"confirm": {"criteria": [], "replicates": []}}})  # confirmation off: c5_confirm refuses at planning
+
+
+def test_c3d_growth_bounds_are_where_a_burst_stops_counting():
+    """Off-block mass rising threefold from rounding level (1e-14) over 4 records, then flat (records
+    every 20 steps, 101 records): at the predeclared window (6 records) and floor it grows (peak
+    rate ln 3 / 80 = 0.014 > 1e-3); a floor above the mass, or a window of 100 records that averages
+    the rise with the flat records, reads no growth, and the check refuses both (the window at the
+    default preset, whose runs hold 126 records)."""
+    steps = np.arange(0, 2020, 20)
+    mass = np.full(steps.size, 1e-14)
+    mass[47:51] = 1e-14 * 3 ** (np.arange(1, 5) / 4)
+    mass[51:] = 3e-14
+    peak = c3_claim.peak_growth_rate(steps, mass, 6, 1e-14)
+    assert peak > 1e-3 and np.isclose(peak, np.log(3) / 80, rtol=0.25)
+    assert c3_claim.peak_growth_rate(steps, mass, 6, 1e-13) == 0.0
+    assert c3_claim.peak_growth_rate(steps, mass, 100, 1e-14) < 1e-3
+    refused({"c3": {"offblock_rate": {"floor": 1e-13}}})
+    refused({"c3": {"offblock_rate": {"records": 100}}}, preset="default")
+    load({"c3": {"offblock_rate": {"records": 2, "grow_rate": 1e-5, "floor": 1e-16}}})   # tighter: free
+
+
+def _within_reference(risk, reference, tol):
+    return c5_convergence.run_convergence(np.ones(40), np.arange(1, 41), {
+        "escape_frac": 0.5, "window_frac": 0.1, "max_rel_drop": 0.02, "reference_tol": tol},
+        risk=risk, reference=reference)["within_reference"]
+
+
+def test_reference_tol_bound_is_where_a_run_off_by_c5a_gap_counts_converged():
+    """A run whose risk exceeds its reference by 6% (more than C5a's 5% gap): the predeclared
+    tolerance calls it not within reference, 0.1 calls it within, and the check refuses 0.1."""
+    assert _within_reference(1.06, 1.0, 0.05) == "fails"
+    assert _within_reference(1.06, 1.0, 0.10) == "holds"
+    c5a = next(c for c in BASE["c5"]["criteria"] if c["id"] == "C5a")
+    assert "5%" in c5a["statement"]
+    refused({"c5": {"convergence": {"reference_tol": 0.1}}})
+
+
+def _rep(seed, eval_seed):
+    return {"seed": seed, "init_seed": seed + 100, "eval_seed": eval_seed}
+
+
 KNOBS = [  # (key path, legal-looking values): the draws of the property test
     (("c3", "L"), [[8, 16, 32, 64], [16, 32, 64], [8, 16, 32, 64, 128]]),
     (("c3", "offblock_seed_order"), [True, False]),
@@ -220,6 +294,11 @@ KNOBS = [  # (key path, legal-looking values): the draws of the property test
                             [{"seed": 1, "init_seed": 0, "eval_seed": 2}, {"seed": 3, "init_seed": 5, "eval_seed": 4}]]),
     (("c5", "L"), [[10, 20, 50], [10, 20, 10 ** 8]]),
     (("plot", "probe_cmap"), ["viridis", "plasma", "nosuch"]),
+    (("c5", "convergence", "reference_tol"), [0.0, 0.05, 0.5]),
+    (("c4", "tol"), [1.0e-8, 1.0e-6, 1.0e-3]),
+    (("c3", "offblock_rate", "grow_rate"), [1.0e-4, 1.0e-3, 1.0e-2]),
+    (("c5", "confirm", "replicates"), [[_rep(41, 42), _rep(43, 44)], [_rep(41, 42), _rep(2025, 44)],
+                                       [_rep(41, 31337), _rep(43, 44)]]),
 ]
 
 
@@ -236,6 +315,8 @@ def _works(cfg):
     fits = [(st.get("label") or ("isotropic" if st["sigma"] == [1.0, 1.0, 1.0] else n), st.get("token_kind", "gauss"))
             for n, st in c3["settings"].items()]
     conv = c5["convergence"]
+    explore = c5["replicates"] + [{"seed": c5["seed"], "eval_seed": c5["eval"]["seed"]}]
+    confirm = c5["confirm"]["replicates"]
     return all([
         len(c3["L"]) >= 4,                                       # C3e-ii's slope over the last four L
         max(c3["L"]) <= c3["eval"]["L"],                         # the evaluation prompts hold every L
@@ -251,6 +332,11 @@ def _works(cfg):
         conv["window_frac"] * c5["steps"] // c5["log_every"] >= 3 and conv["max_rel_drop"] / conv["window_frac"] <= 0.2 + 1e-12,
         max(c5["L"]) < 10 ** 6,
         cfg["plot"]["probe_cmap"] in ("viridis", "plasma"),
+        conv["reference_tol"] <= 0.05,                           # within reference: no looser than C5a's gap
+        c4["tol"] <= 1.0e-6,                                     # C4's "reaches theta*"
+        c3["offblock_rate"]["grow_rate"] <= 1.0e-3,              # C3d's "grows"
+        len(confirm) >= 2,                                       # c5_confirm's jackknife
+        not any(r[k] == e[k] for r in confirm for e in explore for k in ("seed", "eval_seed")),  # fresh seeds
     ])
 
 
@@ -313,14 +399,19 @@ def test_drawn_configs_that_pass_plan_and_one_completes(tmp_path):
     for i, over in enumerate(passing + [o for o, _ in failing]):
         (repo / f"draw{i}.yaml").write_text(yaml.safe_dump(over))
         plan.append([str(repo), ["--cores", "1", "-n", *SMOKE, "--configfile", f"draw{i}.yaml"], str(tmp_path / f"{i}.out")])
+    (repo / "noconfirm.yaml").write_text(yaml.safe_dump({"c5": {"confirm": {"replicates": [], "criteria": []}}}))
+    plan.append([str(repo), ["--cores", "1", "-n", "c5_confirm", *SMOKE, "--configfile", "noconfirm.yaml"],
+                 str(tmp_path / "noconfirm.out")])
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "smk_batch.py")], input=json.dumps(plan),
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(repo)))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     codes = json.loads(proc.stdout.strip().splitlines()[-1])
-    outs = [(tmp_path / f"{i}.out").read_text() for i in range(len(plan))]
+    outs = [(tmp_path / f"{i}.out").read_text() for i in range(10)]
     for i in range(5):
         assert codes[i] == 0 and "This was a dry-run" in outs[i], (passing[i], outs[i][-1500:])
         assert codes[5 + i] != 0 and failing[i][1] in outs[5 + i], (failing[i], outs[5 + i][-1500:])
+    out = (tmp_path / "noconfirm.out").read_text()  # planned, not run: the input function stops the dry run
+    assert codes[10] != 0 and "config key 'c5.confirm.replicates': 0 replicate; the target c5_confirm needs" in out, out[-1500:]
     assert not (repo / "results").exists()
     over = {"c1": {"probes": {"eq9": False}}}
     config_check.check(_merge(base, over))
@@ -329,3 +420,71 @@ def test_drawn_configs_that_pass_plan_and_one_completes(tmp_path):
     fits = json.loads((repo / "results" / "c1" / "c1_concentration.json").read_text())["fits"]
     assert fits and not any(k.endswith("/eq9") for k in fits) and "rademacher/star" in fits
     assert "C1f" in (repo / "results" / "c1" / "verdict.json").read_text()
+
+
+# --------------------------------------------------------------------------- strict config files (softlin/config_yaml.py)
+def _cfgfile(tmp_path, text, name="x.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("c5:\n  steps: 100\n  steps: 200\n", "line 3: key 'c5.steps' appears twice (first at line 2"),
+    ("a: 1\nb:\n  c: 2\n  d: [1, {e: 1,\n        e: 2}]\n", "line 5: key 'b.d[1].e' appears twice (first at line 4"),
+    ("c5:\n  steps: [1, 2\n", "line 3: not valid YAML"),
+    ("c5:\n\tsteps: 10\n", "line 2: not valid YAML"),
+    ('{"c5": {"steps": 1,\n "steps": 2}}', "line 1: key 'steps' appears twice in the JSON object"),
+    ('{"a": 1,\n "c5": {"steps": 1, "steps": 2}}', "line 2: key 'steps' appears twice"),
+    ("- a\n- b\n", "the top level must be a mapping of config keys, got list"),
+    ("", "got an empty file"),
+])
+def test_a_bad_config_file_is_refused_in_one_line_naming_file_and_line(tmp_path, text, expect):
+    from softlin import config_yaml
+
+    path = _cfgfile(tmp_path, text)
+    with pytest.raises(config_yaml.ConfigFileError) as err:
+        config_yaml.read(path, mapping=True)
+    msg = str(err.value)
+    assert msg.startswith(f"config file '{path}'") and "\n" not in msg and expect in msg, msg
+
+
+def test_the_strict_reader_reads_what_libyaml_and_json_read(tmp_path):
+    """Every YAML file of the repository, a merge key overridden, equal-looking keys of two types,
+    and a JSON file: the data PyYAML's loader (or json) gives."""
+    from softlin import config_yaml
+
+    files = [*ROOT.glob("config/**/*.yaml"), *ROOT.glob("workflow/**/*.yaml"), *ROOT.glob("docs/**/*.yaml")]
+    assert len(files) > 4
+    for path in files:
+        assert config_yaml.read(path) == yaml.load(path.read_text(), Loader=yaml.SafeLoader), path
+    merge = "base: &b {x: 1, y: 2}\nover:\n  <<: *b\n  x: 3\n1: a\n'1': b\n"
+    assert config_yaml.read(_cfgfile(tmp_path, merge)) == yaml.safe_load(merge)
+    text = '{"c5": {"steps": 1000, "L": [10, 20]}, "preset": "smoke"}'
+    assert config_yaml.read(_cfgfile(tmp_path, text, "x.json"), mapping=True) == json.loads(text)
+
+
+def test_the_configfile_precheck_finds_the_files_of_a_command_line(tmp_path):
+    """``python -m softlin.config_yaml ARGS`` (the Makefile's first step): exit 1 with the line of
+    the first bad --configfile, 0 when every one reads (Snakemake itself prints no name or line)."""
+    from softlin import config_yaml
+
+    good, bad = _cfgfile(tmp_path, "c5: {steps: 10}\n", "good.yaml"), _cfgfile(tmp_path, "a: 1\na: 2\n", "bad.yaml")
+    argv = ["-n", "--configfile", str(good), str(bad), "--config", "preset=smoke"]
+    assert config_yaml.configfiles(argv) == [str(good), str(bad)]
+    assert config_yaml.configfiles(["--configfiles=x.yaml", "c5", "--configfile", "y.yaml"]) == ["x.yaml", "y.yaml"]
+    assert config_yaml.main(["--configfile", str(good)]) == 0
+    assert config_yaml.main(argv) == 1
+
+
+def test_one_seed_per_c3_setting_completes_undecided():
+    """``c3.settings.*.n_seed: 1`` (the schema's default) is legal: every error across seeds is NaN and
+    each test undecided; the verdict page printed a count's NaN interval with ``int(nan)`` and the
+    verdict job crashed after the training (found by running it at the smoke preset)."""
+    from softlin import verdict_report
+
+    assert verdict_report._num(float("nan")) == "nan"
+    assert verdict_report._num(float("inf")) == "inf" and verdict_report._num(3.0) == "3"
+    r = {"measured": "fits.isotropic_gauss.n_sig_increases_D_inf_max", "outcome": "undecided",
+         "decided_by": {"label": None, "value": 1.0, "lo": float("nan"), "hi": float("nan"), "se": None, "reason": None}}
+    assert "= 1 in [nan, nan]" in verdict_report.fmt_test(r)

@@ -169,6 +169,15 @@ def _c1_exponent(cfg, path):
     return None if n >= 2 else f"needs at least 2 c1.exponent.lambda values (the sweep across the threshold), has {n}"
 
 
+def _three_blocks(claim: str):
+    """``last_over_se`` (the last point over its own jackknife s.e., :func:`softlin.claims.curves.jackknife_shape`)
+    exists with 3 or more task blocks (an inner jackknife on every delete-one replicate)."""
+    def need(cfg, path):
+        n = cfg[claim]["n_blocks"]
+        return None if n >= 3 else f"needs {claim}.n_blocks >= 3 (the inner jackknife of last_over_se), has {n}"
+    return need
+
+
 def _c3_seed_order(cfg, path):
     if not cfg["c3"].get("offblock_seed_order", True):
         return "needs c3.offblock_seed_order: true (the runs trained without pair summation)"
@@ -195,9 +204,11 @@ def _c4_fractions(admissible: bool):
 # :data:`METRICS`' language (it matches a path and everything below it), ``need(cfg, path)`` None
 # where the metric exists, else the reason it does not (checked with the names, :func:`check_config`)
 REQUIRES: dict[str, list] = {
-    "c1": [("fits.*", _probe_present("c1")), ("summary.gauss_below.{dev,slope,rel_se_max}", _c1_side(True)),
+    "c1": [("fits.*", _probe_present("c1")), ("fits.*.last_over_se", _three_blocks("c1")),
+           ("summary.gauss_below.{dev,slope,rel_se_max}", _c1_side(True)),
            ("summary.gauss_above.{dev,slope,rel_se_max}", _c1_side(False)), ("summary.exponent", _c1_exponent)],
-    "c2": [("fits.*", _probe_present("c2")), ("summary.*.below.{dev,rel_se_max}", _c1_side(True)),
+    "c2": [("fits.*", _probe_present("c2")), ("fits.*.*.last_over_se", _three_blocks("c2")),
+           ("summary.*.below.{dev,rel_se_max}", _c1_side(True)),
            ("summary.*.above.{dev,slope}", _c1_side(False))],  # C2's summary: C1's probes
     "c3": [("offblock.seed_order", _c3_seed_order),
            ("fits.*.{slope_last4_D_inf_max}", _c3_last4)],

@@ -153,7 +153,7 @@ rule c5_replicates_metrics:
     """Per-L risks and gaps of a set as mean +/- standard error across its replicates; the criteria's
     metrics with the jackknife over replicates."""
     input:
-        tables=lambda w: [f"{c5_replicate_dir(n)}/c5_risks.csv" for n in C5_SETS[w.c5_set]],
+        tables=lambda w: [f"{c5_replicate_dir(n)}/c5_risks.csv" for n in c5_set_members(w.c5_set)],
         metrics=lambda w: [f"{c5_replicate_dir(n)}/c5_metrics.json" for n in C5_SETS[w.c5_set]],
         code=code_inputs("c5_replicates_metrics.py"),
     output:

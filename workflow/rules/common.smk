@@ -11,7 +11,7 @@ from softlin.rule_params import C5_TASK_KEYS, C5_TRAIN_KEYS, RuleParams, c5_grou
 
 # config/config.yaml (the defaults) <- config/presets/<preset>.yaml <- --configfile / --config (the
 # `config` Snakemake hands over), validated against workflow/schemas/config.schema.yaml and checked
-config, SIGMAS = workflow_config.load(workflow.basedir, config)
+config, SIGMAS = workflow_config.load(workflow.basedir, config, workflow.configfiles)
 PRESET = config["preset"]
 PRESET_DESCRIPTION = config["description"]  # what the preset is (its file's `description`), for figures
 ALL_TARGETS = []  # each claim's .smk appends the outputs of its target rule `cN`
