@@ -3,9 +3,9 @@ from softlin import plots
 from softlin.io import load_json
 from softlin.progress import Progress
 
-p, o = snakemake.params, snakemake.output  # noqa: F821
-log = Progress(snakemake.log[0], "c1 exponent figure")  # noqa: F821
-m = load_json(snakemake.input.metrics)  # noqa: F821
+p, o = snakemake.params, snakemake.output
+log = Progress(snakemake.log[0], "c1 exponent figure")
+m = load_json(snakemake.input.metrics)
 plots.c1_exponent(m["summary"]["exponent"], m["protocol"], p.exponent,
                   plots.preset_note(p.preset, p.preset_description), o.png, o.pdf)
 log("done")

@@ -3,10 +3,10 @@ from softlin.claims import c1
 from softlin.io import save_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], "c1 probes")  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], "c1 probes")
 design = c1.design(p.settings, p.probes, p.exponent)
 for name, st in design.items():
     log(f"{name}: " + ", ".join(f"{pr['name']} (lambda {pr['lambda_max']:.3f}, beta {pr['beta']:.3f})"
                                for pr in st["probes"]))
-save_json(snakemake.output[0], design)  # noqa: F821
+save_json(snakemake.output[0], design)

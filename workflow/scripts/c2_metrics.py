@@ -5,9 +5,9 @@ from softlin.claims import c2
 from softlin.io import load_json, save_csv, save_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-i, o = snakemake.input, snakemake.output  # noqa: F821
-log = Progress(snakemake.log[0], "c2 metrics")  # noqa: F821
+p = snakemake.params
+i, o = snakemake.input, snakemake.output
+log = Progress(snakemake.log[0], "c2 metrics")
 design = load_json(i.probes)
 
 

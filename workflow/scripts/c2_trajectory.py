@@ -1,17 +1,17 @@
 """C2 rule c2_trajectory: gradient gaps along C3's linear(inf) trajectory (the seed log's C2e)."""
 import os
 
-os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # noqa: F821  (before the kernel loads)
+os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # (before the kernel loads)
 
 from softlin import records
 from softlin.claims import c2, c3
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
-w = snakemake.wildcards  # noqa: F821
-log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")  # noqa: F821
-traj = records.load(snakemake.input.traj, c3.runs_like(snakemake.params.c3_record))  # noqa: F821
-out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), snakemake.params.L,  # noqa: F821
-                         snakemake.params.n_blocks, progress=log)  # noqa: F821
-records.save(snakemake.output[0], out)  # noqa: F821
+w = snakemake.wildcards
+log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")
+traj = records.load(snakemake.input.traj, c3.runs_like(snakemake.params.c3_record))
+out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), snakemake.params.L,
+                         snakemake.params.n_blocks, progress=log)
+records.save(snakemake.output[0], out)
 log("saved")

@@ -5,9 +5,9 @@ from softlin.claims import curves
 from softlin.io import load_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], "c2 verdict")  # noqa: F821
-metrics = load_json(snakemake.input.metrics)  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], "c2 verdict")
+metrics = load_json(snakemake.input.metrics)
 title = f"gradient concentration and its stability along training (preset {p.preset})"
 
 
@@ -30,7 +30,7 @@ TRAJ_NOTE = (
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
-verdict_report.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),
                 extra_md=curves.SE_NOTE + TRAJ_NOTE + "\n"
                 + curves.estimator_markdown(metrics["fits"], ("U", "v"))
                 + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)

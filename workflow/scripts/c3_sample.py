@@ -4,13 +4,13 @@ import numpy as np
 from softlin.progress import Progress
 from softlin.tasks import sample
 
-p = snakemake.params  # noqa: F821
+p = snakemake.params
 st = p.setting
-seed = int(snakemake.wildcards.seed)  # noqa: F821
-log = Progress(snakemake.log[0], f"c3 sample {st['name']} seed {seed}")  # noqa: F821
+seed = int(snakemake.wildcards.seed)
+log = Progress(snakemake.log[0], f"c3 sample {st['name']} seed {seed}")
 sigma = np.asarray(st["sigma"])
-sample(seed, p.d, sigma, p.n_pairs, p.n_query, p.l_max, st["token_kind"]).save(snakemake.output.train)  # noqa: F821
+sample(seed, p.d, sigma, p.n_pairs, p.n_query, p.l_max, st["token_kind"]).save(snakemake.output.train)
 ev = p.eval
 sample(seed + ev["seed_offset"], p.d, sigma, ev["n_pairs"], ev["n_query"], ev["L"],
-       st["token_kind"]).save(snakemake.output.eval)  # noqa: F821
+       st["token_kind"]).save(snakemake.output.eval)
 log("done")

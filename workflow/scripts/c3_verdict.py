@@ -7,9 +7,9 @@ from softlin.claims import c3_notes, c3_seed_log
 from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-i = snakemake.input  # noqa: F821
-log = Progress(snakemake.log[0], "c3 verdict")  # noqa: F821
+p = snakemake.params
+i = snakemake.input
+log = Progress(snakemake.log[0], "c3 verdict")
 criteria, checks, metrics, extra = list(p.criteria), list(p.checks), load_json(i.metrics), ""
 per_seed, seed_log = load_csv(i.per_seed).to_dict("records"), load_json(i.seed_log)
 missing = c3_seed_log.missing_seeds(seed_log, per_seed) if p.compare_seed_log else {}
@@ -23,4 +23,4 @@ else:  # another protocol, or other seeds than the seed log's: nothing to compar
         log(f"{', '.join(skipped)}: NOT APPLICABLE (the seed log's seeds are not in this run)")
 notes = c3_notes.notes_markdown([verdict.evaluate(c, metrics, p.z) for c in criteria], metrics, p.z)
 verdict_report.publish("c3", f"transfer of the optimisation analysis (preset {p.preset})", criteria, metrics,
-                dict(snakemake.output.items()), notes + extra, log=log, checks=checks, z=p.z)  # noqa: F821
+                dict(snakemake.output.items()), notes + extra, log=log, checks=checks, z=p.z)

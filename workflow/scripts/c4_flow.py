@@ -5,8 +5,8 @@ from softlin import records
 from softlin.claims import c4
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], f"c4 flow {p.setting['name']}")  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], f"c4 flow {p.setting['name']}")
 out = c4.run_setting(np.asarray(p.setting["sigma"]), p.cfg, progress=log)
-records.save(snakemake.output[0], out)  # noqa: F821
+records.save(snakemake.output[0], out)
 log("saved")

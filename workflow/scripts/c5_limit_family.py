@@ -5,8 +5,8 @@ from softlin.claims import c5, c5_limit, c5_summary
 from softlin.io import save_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], "c5 limit family")  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], "c5 limit family")
 cfg, lim = p.cfg, p.cfg["limit"]
 task, pred = c5.task_of(cfg), c5_summary.prediction(cfg)
 if pred is None:
@@ -17,7 +17,7 @@ n_scan = out["gh"].shape[1]
 ex, idx = c5_limit.best_member_cross_fit(out["gh"], out["gg"], out["hh"], out["n"])
 lin_exact = [c5_limit.baselines.linear_class_risk(int(x), task.sigma_prompt, task.sigma_query, task.noise_var,
                                                   task.w_var) for x in L]
-save_json(snakemake.output.json, {  # noqa: F821
+save_json(snakemake.output.json, {
     "L": L.tolist(), "n_blocks": lim["n_blocks"], "block_prompts": lim["block_prompts"], "seed": lim["seed"],
     "c_star": pred["c_star"], "gap_constant": pred["gap_constant"], "K_soft_star": pred["K_soft_star"],
     "K_lin": pred["K_lin"], "noise_var": task.noise_var,

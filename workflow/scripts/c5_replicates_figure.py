@@ -4,8 +4,8 @@ from softlin import plots_c5
 from softlin.io import load_csv, load_json
 from softlin.progress import Progress
 
-log = Progress(snakemake.log[0], "c5 replicates figure")  # noqa: F821
-p, o = snakemake.params, snakemake.output  # noqa: F821
-plots_c5.c5_replicates(load_csv(snakemake.input.table), load_json(snakemake.input.metrics),  # noqa: F821
+log = Progress(snakemake.log[0], "c5 replicates figure")
+p, o = snakemake.params, snakemake.output
+plots_c5.c5_replicates(load_csv(snakemake.input.table), load_json(snakemake.input.metrics),
                     p.protocol, p.curves, o.png, o.pdf)
 log("done")

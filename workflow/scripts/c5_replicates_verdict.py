@@ -4,9 +4,9 @@ from softlin.claims import c5_report
 from softlin.io import load_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], "c5 replicates verdict")  # noqa: F821
-metrics = load_json(snakemake.input.metrics)  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], "c5 replicates verdict")
+metrics = load_json(snakemake.input.metrics)
 proto = p.protocol
 n = metrics["n_replicates"]
 title = (f"the paper's Sec. 6 experiment over {n} independent replicates (preset {p.preset}"
@@ -42,5 +42,5 @@ extra = (f"**{n} independent replicates** (training stream, initialisation with 
          + (f" (unconverged: {', '.join(metrics['convergence']['unconverged']) or 'none'}; undecided: "
             f"{', '.join(metrics['convergence']['undecided']) or 'none'})" if metrics['convergence']['n_unconverged'] else "")
          + ".\n")
-verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),
                 extra, log=log, checks=list(p.checks), z=p.z)

@@ -4,9 +4,9 @@ from softlin.claims import c5_report
 from softlin.io import load_json
 from softlin.progress import Progress
 
-p = snakemake.params  # noqa: F821
-log = Progress(snakemake.log[0], "c5 verdict")  # noqa: F821
-metrics = load_json(snakemake.input.metrics)  # noqa: F821
+p = snakemake.params
+log = Progress(snakemake.log[0], "c5 verdict")
+metrics = load_json(snakemake.input.metrics)
 proto = p.protocol
 notes = []
 if proto.get("deviation"):
@@ -36,5 +36,5 @@ extra = (f"**One replicate** ({seeds}). The standard errors here are test-sampli
          "U = blockdiag(a P*(L), 0), v = c e_D; init seed: the restart kept, by the lowest end training loss, "
          "when c5.restarts > 1):\n\n"
          + c5_report.convergence_table(metrics["convergence"]))
-verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),  # noqa: F821
+verdict_report.publish("c5", title, list(p.criteria), metrics, dict(snakemake.output.items()),
                 extra, log=log, checks=list(p.checks), z=p.z)

@@ -3,5 +3,5 @@ from pathlib import Path
 
 from softlin.io import write_text
 
-static, table = (Path(p).read_text() for p in (snakemake.input.static, snakemake.input.table))  # noqa: F821
-write_text(snakemake.output.rst, f"{static}\n\n{table}")  # noqa: F821
+static, table = (Path(p).read_text() for p in (snakemake.input.static, snakemake.input.table))
+write_text(snakemake.output.rst, f"{static}\n\n{table}")
