@@ -125,10 +125,11 @@ def _compute_seed0(did: str, path: str):
     it stored; None when the child did not store it (the caller then computes it here).
 
     sympy's integrate / simplify may return different (equal) forms depending on the iteration
-    order of sets and dicts, which follows the hash seed and the process's history (S5's erf term
-    came out two ways), so a derivation computed in whatever process missed the cache would not
-    print byte-identically from run to run: a fresh process under a fixed seed always gives the
-    same form."""
+    order of sets and dicts, which follows the hash seed and the process's history, so a
+    derivation computed in whatever process missed the cache would not print byte-identically
+    from run to run: a fresh process under a fixed seed gives the same history.  (S5's erf term,
+    which came out two ways even here, followed sympy's per-process random numbering of ``Dummy``
+    symbols: :func:`symbolic.core.canonical_sympy_state` fixes it before every derivation.)"""
     import subprocess
     import sys
 

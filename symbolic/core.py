@@ -33,6 +33,29 @@ def _register(did: str) -> None:
 
 
 TITLES: dict[str, str] = {}
+SYMPY_SEED = 0  # sympy's random generators, seeded before each derivation and each printing
+DUMMY_BASE = 10 ** 7  # Dummy indices of derivation k (0-based in IDS) start at DUMMY_BASE * (k + 1)
+
+
+def canonical_sympy_state(did: str) -> None:
+    """Make sympy's hidden process state the same before derivation ``did`` (computed or printed)
+    in every process: the indices of new ``Dummy`` symbols (sympy starts them at a random number
+    per process, and they enter hashes and sort keys, so ``integrate`` returned either of two equal
+    forms of S5's erf term) start at a fixed number of this derivation's own; sympy's random
+    generators (its assumptions system shuffles the order of its deductions) are seeded; its cache
+    is cleared."""
+    from sympy.core import random as sympy_random
+
+    sp.core.cache.clear_cache()
+    sympy_random.seed(SYMPY_SEED)
+    sp.Dummy._base_dummy_index = DUMMY_BASE * (1 + list(DERIVATION_MODULES).index(did))
+    sp.Dummy._count = 0
+
+
+def _derived(did: str, fn) -> "Derivation":
+    """fn() computed from :func:`canonical_sympy_state`: the same bytes in every process."""
+    canonical_sympy_state(did)
+    return fn()
 
 
 def register(did: str, version: str, title: str):
@@ -42,7 +65,8 @@ def register(did: str, version: str, title: str):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(fresh: bool = False) -> Derivation:
-            return cache.cached_call(did, version, fn, fresh=fresh, in_seed0_child=True)
+            return cache.cached_call(did, version, functools.partial(_derived, did, fn), fresh=fresh,
+                                     in_seed0_child=True)
 
         wrapper.derivation_id = did
         wrapper.version = version
@@ -153,6 +177,7 @@ def write_all(outdir: str, ids=None) -> list[str]:
     os.makedirs(outdir, exist_ok=True)
     paths = []
     for did in (sorted(DERIVATIONS) if ids is None else ids):
+        canonical_sympy_state(did)  # rebuilding and printing ask sympy's assumptions too
         der = get(did)
         for ext, text in (("md", to_markdown(der)), ("json", json.dumps(to_json(der), indent=1))):
             p = os.path.join(outdir, f"{did}.{ext}")
