@@ -54,12 +54,12 @@ class Run(NamedTuple):
 
 class Job(NamedTuple):
     """A training job's record: its prompt lengths ``L``, the logging steps ``loss_step``, the
-    ``steps`` done, ``steps_per_s`` and ``runs`` ``{model: Run}``."""
+    ``steps`` done and ``runs`` ``{model: Run}`` (no wall-clock speed: a record is the same bits on
+    every run; the speed goes to the job's log)."""
 
     L: np.ndarray
     loss_step: np.ndarray
     steps: np.ndarray
-    steps_per_s: np.ndarray
     runs: dict
 
 
@@ -70,8 +70,7 @@ def job_like(cfg: dict, Ls) -> Job:
     raw = jax.tree.map(lambda x: Spec((n,) + np.shape(x), np.float64), qkvo.init_params(cfg["parametrisation"], 0, cfg["d"]))
     run = Run(Spec((n, D, D), np.float64), Spec((n, D), np.float64), Spec((n, n_logs), np.float64),
               Spec((n,), np.int64), raw, Spec((int(cfg["restarts"]), n), np.float64), Spec((n,), np.int64))
-    return Job(Spec((n,), np.int64), Spec((n_logs,), np.int64), Spec((), np.int64), Spec((), np.float64),
-               {m: run for m in cfg["models"]})
+    return Job(Spec((n,), np.int64), Spec((n_logs,), np.int64), Spec((), np.int64), {m: run for m in cfg["models"]})
 
 
 def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=None) -> Job:
@@ -85,6 +84,8 @@ def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=N
                        batch=cfg["batch"], optimizer=optimizer_of(cfg), streams=cfg["streams"],
                        log_every=cfg["log_every"], chunk=cfg["chunk"], sample_dtype=cfg["sample_dtype"],
                        checkpoint=checkpoint, code_version=code_version, progress=progress)
+    if progress:
+        progress(f"{out['steps_per_s']:.1f} joint steps/s after compilation")
     n = len(out["L"])
     jobs = []
     for i in range(R):
@@ -92,7 +93,7 @@ def train_run(cfg: dict, Ls, checkpoint=None, code_version: str = "", progress=N
         runs = {m: Run(out[m]["uv"].U[rows], out[m]["uv"].v[rows], out[m]["loss"][rows],
                        np.full(n, int(cfg["init_seed"]) + i), jax.tree.map(lambda x: np.asarray(x)[rows], out[m]["params"]))
                 for m in cfg["models"]}
-        jobs.append(Job(out["L"], out["loss_step"], np.asarray(out["step"]), np.asarray(out["steps_per_s"]), runs))
+        jobs.append(Job(out["L"], out["loss_step"], np.asarray(out["step"]), runs))
     return best_of_restarts(jobs, cfg["models"], float(cfg["restart_select_frac"]))
 
 
@@ -104,7 +105,7 @@ def split_runs(job: Job, models) -> dict:
         r = job.runs[m]
         for i, L in enumerate(job.L):
             out[m, int(L)] = {"U": r.U[i], "v": r.v[i], "loss": r.loss[i], "loss_step": job.loss_step,
-                              "init_seed": int(r.init_seed[i]), "steps_per_s": float(job.steps_per_s)}
+                              "init_seed": int(r.init_seed[i])}
     return out
 
 
@@ -130,4 +131,4 @@ def best_of_restarts(jobs: list, models, frac: float) -> Job:
         each = [j.runs[m]._replace(end_loss=None, restart=None) for j in jobs]
         chosen = jax.tree.map(lambda *x: np.stack([np.asarray(a) for a in x])[pick, np.arange(len(pick))], *each)
         runs[m] = chosen._replace(end_loss=ends, restart=pick)
-    return first._replace(steps_per_s=np.asarray(np.mean([float(j.steps_per_s) for j in jobs])), runs=runs)
+    return first._replace(runs=runs)

@@ -107,7 +107,6 @@ METRICS: dict[str, list[str]] = {
         "convergence.{n_runs,n_unconverged,n_never_escaped,rel_drop_end_max,worst_run,n_failed,n_undecided,"
         "n_flat_undecided}",
         f"convergence.runs.{{c5_run}}.{_C5_RUN}",
-        "steps_per_s.{c5_run}",
     ],
 }
 SE = "_se"  # every leaf X may also be named X_se (its standard error), where the metrics define one

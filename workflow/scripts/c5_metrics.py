@@ -31,6 +31,5 @@ metrics["train_seed"], metrics["init_seed"] = p.seeds["seed"], p.seeds["init_see
 metrics["eval_seed"] = p.cfg["eval"]["seed"]
 metrics["loss_curves"] = {k: {"step": runs[m, L]["loss_step"], "loss": runs[m, L]["loss"]}
                           for (m, L), k in zip(runs, losses)}
-metrics["steps_per_s"] = {f"{m}_L{L}": float(runs[m, L]["steps_per_s"]) for (m, L) in runs}
 save_json(snakemake.output.metrics, metrics)
 log("done")
