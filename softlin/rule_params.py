@@ -7,6 +7,8 @@ methods (:data:`EXPORTED`) in the Snakefile's namespace under the same names, so
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from . import config_check, config_cost
@@ -20,6 +22,36 @@ EXPORTED = ("c3_runs", "c3_setting", "claim_setting", "c5_train_config", "c5_rec
             "c5_metrics_config", "c5_replicates", "c5_confirm_replicates", "c5_any_replicate", "c5_is_default",
             "c5_replicate_dir", "c5_replicate_train_config", "c5_replicate_metrics_config", "c5_step_seconds",
             "c5_groups", "c5_runtime_min", "c5_mem_mb", "c5_protocol", "_c5_section", "c5_set_members")
+
+
+BY_NAME = "by_name"  # the params entry that carries the names (:func:`named`)
+DERIVING_ARGS = {"input", "output", "threads", "resources"}  # a params function naming one is derived
+
+
+def _is_derived(value):
+    """Whether Snakemake derives a param from the job (a function of input / output / threads /
+    resources): it records no such param, and a change of those reruns the job anyway."""
+    return callable(value) and bool(DERIVING_ARGS & set(inspect.signature(value).parameters))
+
+
+def named(**params):
+    """A rule's ``params`` plus the entry ``by_name``: ``{name: value}`` of its non-derived params.
+
+    Snakemake records a job's params as the set of their values' reprs, names dropped, so a change
+    that keeps that set (one param taking another's value) plans no rerun; ``by_name``'s repr
+    pairs each value with its name.  With a function of the wildcards among them, ``by_name`` is
+    itself one (of ``wildcards`` only, so Snakemake records it); derived params are left out.
+    Use: ``params: **named(a=..., b=...)``.  ``params``: name -> value or function."""
+    if BY_NAME in params:
+        raise ValueError(f"params: the name {BY_NAME!r} is reserved for softlin.rule_params.named")
+    kept = {k: v for k, v in params.items() if not _is_derived(v)}
+    if not any(callable(v) for v in kept.values()):
+        return {**params, BY_NAME: kept}
+
+    def by_name(wildcards):
+        return {k: v(wildcards) if callable(v) else v for k, v in kept.items()}
+
+    return {**params, BY_NAME: by_name}
 
 
 def pow2_range(cfg):

@@ -9,6 +9,7 @@ jobs.  Every dry run of this module (those, the bad configs, the paper preset) r
 process (tests/smk_batch.py), so the module pays one Snakemake start-up instead of fifteen.
 """
 
+import ast
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from softlin import workflow_config
 from softlin.claims import registry
 
 from helpers import ROOT, SMOKE, copy_repo
@@ -87,6 +89,8 @@ def dry(smoke_built, tmp_path_factory):
         ("c5_test_set", (smoke_built, ["-n", *SMOKE, "c5={eval: {n_test: 2048}}"])),
         ("plot_style", (smoke_built, ["-n", *SMOKE, "plot={c3_colors: {isotropic_gauss: black}}"])),
         ("other_seeds", (smoke_built, ["-n", *SMOKE, *OTHER_SEEDS])),
+        ("same_values_c1", (smoke_built, ["-n", "c1", *SMOKE, "c1={n_query: 3}"])),
+        ("same_values_c2", (smoke_built, ["-n", "c2", *SMOKE, "c2={n_blocks: 2}"])),
         ("other_seeds_c3", (seeds, ["c3", *SMOKE, OTHER_SEEDS[2]])),
         ("report", (smoke_built, [*SMOKE, "--report", str(base / "report.html")])),
         # last on the smoke build: touch a plotting module, then plan
@@ -110,6 +114,36 @@ def dry(smoke_built, tmp_path_factory):
 
 def test_nothing_changed_nothing_planned(dry):
     assert planned(dry.nothing) == {}
+
+
+def test_a_param_taking_another_params_value_reruns_its_jobs(dry, smoke_built):
+    """Snakemake records a job's params as the set of their values, names dropped: at the smoke preset
+    c1.n_query 4 -> 3 (3 is c1.n_blocks, 4 stays as c1.n_pairs) and c2.n_blocks 4 -> 2 (c2.n_pairs)
+    kept that set and planned no measurement; each rule's ``by_name`` entry (rule_params.named) adds
+    the names.  Every gap file the build measured is measured again."""
+    cfg = workflow_config.merged(ROOT, {"preset": "smoke"})
+    c1, c2 = cfg["c1"], cfg["c2"]
+    # the preconditions that make these overrides keep the set of measure params' values
+    assert (c1["n_query"], c1["n_blocks"], c1["n_pairs"]) == (4, 3, 4), c1
+    assert (c2["n_blocks"], c2["n_pairs"]) == (4, 2), c2
+    for claim, proc in (("c1", dry.same_values_c1), ("c2", dry.same_values_c2)):
+        measured = len(list((smoke_built / "results" / claim / "gaps").glob("*.npz")))
+        assert measured and planned(proc).get(f"{claim}_measure") == measured, (claim, planned(proc))
+
+
+def test_every_job_records_its_params_with_their_names(smoke_built):
+    """Each job of the smoke build recorded (.snakemake/metadata) one dict whose values are
+    exactly the other recorded params, so every recorded value is paired with its name."""
+    n = 0
+    for f in (smoke_built / ".snakemake" / "metadata").iterdir():
+        record = json.loads(f.read_text())
+        params = set(record.get("params") or [])
+        if not params:
+            continue
+        dicts = [ast.literal_eval(p) for p in params if p.startswith("{")]
+        assert any(params == {repr(d)} | {repr(v) for v in d.values()} for d in dicts), (record["rule"], params)
+        n += 1
+    assert n >= 40, n  # the smoke build's outputs with params (the whole default DAG)
 
 
 # C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so

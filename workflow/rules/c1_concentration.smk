@@ -14,9 +14,11 @@ rule c1_probes:
     output:
         "results/c1/probes.json",
     params:
-        settings=[claim_setting("c1", s) for s in C1_SETTINGS],
-        probes=C1["probes"],
-        exponent=C1["exponent"],
+        **named(
+            settings=[claim_setting("c1", s) for s in C1_SETTINGS],
+            probes=C1["probes"],
+            exponent=C1["exponent"],
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -40,12 +42,14 @@ rule c1_measure:
     output:
         "results/c1/gaps/{setting}.npz",
     params:
-        L=C1_L,
-        seed=C1["seed"],
-        n_blocks=C1["n_blocks"],
-        n_pairs=C1["n_pairs"],
-        n_query=C1["n_query"],
-        estimator=C1["estimator"],
+        **named(
+            L=C1_L,
+            seed=C1["seed"],
+            n_blocks=C1["n_blocks"],
+            n_pairs=C1["n_pairs"],
+            n_query=C1["n_query"],
+            estimator=C1["estimator"],
+        ),
     threads: 1
     resources:
         # measured: about 1 s per block of 32 tasks x 4 queries at l_max = 65536 (6 probes, 14 L)
@@ -76,12 +80,14 @@ rule c1_metrics:
         table="results/c1/c1_concentration.csv",
         metrics="results/c1/c1_concentration.json",
     params:
-        settings=C1_MEASURED,
-        exponent=C1["exponent"],
-        L=C1_L,
-        n_blocks=C1["n_blocks"],
-        z=config["decision"]["z"],
-        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
+        **named(
+            settings=C1_MEASURED,
+            exponent=C1["exponent"],
+            L=C1_L,
+            n_blocks=C1["n_blocks"],
+            z=config["decision"]["z"],
+            protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -104,10 +110,12 @@ rule c1_figure:
         png=report("figures/c1_concentration.png", category="C1 concentration", caption="../report/c1_concentration.rst"),
         pdf="figures/c1_concentration.pdf",
     params:
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
-        cmap=config["plot"]["probe_cmap"],
+        **named(
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            protocol={k: C1[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+            cmap=config["plot"]["probe_cmap"],
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -130,9 +138,11 @@ rule c1_exponent_figure:
         png=report("figures/c1_exponent.png", category="C1 concentration", caption="../report/c1_exponent.rst"),
         pdf="figures/c1_exponent.pdf",
     params:
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        exponent=C1["exponent"],
+        **named(
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            exponent=C1["exponent"],
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -157,10 +167,12 @@ rule c1_verdict:
         consistency=update("results/c1/consistency.json"),
         html=report(update("results/c1/verdict.html"), category="C1 concentration", caption="../report/verdict.rst"),
     params:
-        z=config["decision"]["z"],
-        criteria=C1["criteria"],
-        checks=C1.get("consistency_checks", []),
-        preset=PRESET,
+        **named(
+            z=config["decision"]["z"],
+            criteria=C1["criteria"],
+            checks=C1.get("consistency_checks", []),
+            preset=PRESET,
+        ),
     resources:
         runtime=1,
         mem_mb=300,

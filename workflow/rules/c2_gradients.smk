@@ -16,13 +16,15 @@ rule c2_measure:
     output:
         "results/c2/gaps/{setting}.npz",
     params:
-        L=C2_L,
-        seed=C2["seed"],
-        n_blocks=C2["n_blocks"],
-        n_pairs=C2["n_pairs"],
-        n_query=C2["n_query"],
-        sweep=lambda w: C2_SWEEP[w.setting],
-        estimator=C2["estimator"],
+        **named(
+            L=C2_L,
+            seed=C2["seed"],
+            n_blocks=C2["n_blocks"],
+            n_pairs=C2["n_pairs"],
+            n_query=C2["n_query"],
+            sweep=lambda w: C2_SWEEP[w.setting],
+            estimator=C2["estimator"],
+        ),
     threads: 1
     resources:
         # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
@@ -51,9 +53,11 @@ rule c2_trajectory:
     output:
         "results/c2/trajectory/{setting}_s{seed}.npz",
     params:
-        L=config["c3"]["L"],
-        n_blocks=C2["trajectory"]["n_blocks"],
-        c3_record=C3_RECORD,
+        **named(
+            L=config["c3"]["L"],
+            n_blocks=C2["trajectory"]["n_blocks"],
+            c3_record=C3_RECORD,
+        ),
     threads: 1
     resources:
         runtime=3,
@@ -85,18 +89,20 @@ rule c2_metrics:
         trajectory="results/c2/c2_trajectory.csv",
         metrics="results/c2/c2_gradients.json",
     params:
-        settings=C2_SETTINGS,
-        sweep=C2["sweep"],
-        probe_sweeps=C2_SWEEP,
-        traj_settings=[s for s, _ in C2_TRAJ],
-        seed_log_slope=C2["trajectory"]["seed_log_slope"],
-        n_boot=C2["n_boot"],
-        seed=C2["seed"],
-        z=config["decision"]["z"],
-        L=C2_L,
-        n_blocks=C2["n_blocks"],
-        traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"]),
-        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
+        **named(
+            settings=C2_SETTINGS,
+            sweep=C2["sweep"],
+            probe_sweeps=C2_SWEEP,
+            traj_settings=[s for s, _ in C2_TRAJ],
+            seed_log_slope=C2["trajectory"]["seed_log_slope"],
+            n_boot=C2["n_boot"],
+            seed=C2["seed"],
+            z=config["decision"]["z"],
+            L=C2_L,
+            n_blocks=C2["n_blocks"],
+            traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"]),
+            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
+        ),
     resources:
         runtime=2,
         mem_mb=800,
@@ -123,11 +129,13 @@ rule c2_figure:
         sweep=report("figures/c2_threshold.png", category="C2 gradient concentration", caption="../report/c2_threshold.rst"),
         sweep_pdf="figures/c2_threshold.pdf",
     params:
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
-        seed_log_slope=C2["trajectory"]["seed_log_slope"],
-        cmap=config["plot"]["probe_cmap"],
+        **named(
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+            seed_log_slope=C2["trajectory"]["seed_log_slope"],
+            cmap=config["plot"]["probe_cmap"],
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -152,10 +160,12 @@ rule c2_verdict:
         consistency=update("results/c2/consistency.json"),
         html=report(update("results/c2/verdict.html"), category="C2 gradient concentration", caption="../report/verdict.rst"),
     params:
-        z=config["decision"]["z"],
-        criteria=C2["criteria"],
-        checks=C2.get("consistency_checks", []),
-        preset=PRESET,
+        **named(
+            z=config["decision"]["z"],
+            criteria=C2["criteria"],
+            checks=C2.get("consistency_checks", []),
+            preset=PRESET,
+        ),
     resources:
         runtime=1,
         mem_mb=300,

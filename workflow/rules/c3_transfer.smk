@@ -21,12 +21,14 @@ rule c3_sample:
         train="results/c3/tasks/{setting}_s{seed}.npz",
         eval="results/c3/tasks/{setting}_s{seed}_eval.npz",
     params:
-        setting=lambda w: c3_setting(w.setting),
-        d=C3["d"],
-        n_pairs=C3["n_pairs"],
-        n_query=C3["n_query"],
-        l_max=max(C3["L"]),
-        eval=C3["eval"],
+        **named(
+            setting=lambda w: c3_setting(w.setting),
+            d=C3["d"],
+            n_pairs=C3["n_pairs"],
+            n_query=C3["n_query"],
+            l_max=max(C3["L"]),
+            eval=C3["eval"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -46,9 +48,11 @@ rule c3_train:
     output:
         "results/c3/trajectories/{setting}_s{seed}.npz",
     params:
-        record=C3_RECORD,
-        lr=C3["lr"],
-        convention=C3["loop_convention"],
+        **named(
+            record=C3_RECORD,
+            lr=C3["lr"],
+            convention=C3["loop_convention"],
+        ),
     threads: C3["threads"]
     resources:
         # measured: about 2 ms per softmax step at L = 4096 (96 tasks x 2 queries) on one core
@@ -82,13 +86,15 @@ rule c3_metrics:
         per_seed="results/c3/c3_per_seed.csv",
         metrics="results/c3/c3_transfer.json",
     params:
-        runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_RUNS],
-        L=C3["L"],
-        eval_L=C3["eval"]["L"],
-        z=config["decision"]["z"],
-        offblock_rate=C3["offblock_rate"],
-        record=C3_RECORD,
-        protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+        **named(
+            runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_RUNS],
+            L=C3["L"],
+            eval_L=C3["eval"]["L"],
+            z=config["decision"]["z"],
+            offblock_rate=C3["offblock_rate"],
+            record=C3_RECORD,
+            protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -109,10 +115,12 @@ rule c3_figure:
         png=report("figures/c3_transfer.png", category="C3 transfer", caption="../report/c3_transfer.rst"),
         pdf="figures/c3_transfer.pdf",
     params:
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
-        colors=config["plot"]["c3_colors"],
+        **named(
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            protocol={k: C3[k] for k in ("lr", "steps", "n_pairs", "n_query", "L")},
+            colors=config["plot"]["c3_colors"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -135,12 +143,14 @@ rule c3_verdict:
         consistency=update("results/c3/consistency.json"),
         html=report(update("results/c3/verdict.html"), category="C3 transfer", caption="../report/verdict.rst"),
     params:
-        z=config["decision"]["z"],
-        criteria=C3["criteria"],
-        checks=C3.get("consistency_checks", []),
-        compare_seed_log=C3["compare_seed_log"],
-        seed_log_outcome=C3["seed_log_outcome"],
-        preset=PRESET,
+        **named(
+            z=config["decision"]["z"],
+            criteria=C3["criteria"],
+            checks=C3.get("consistency_checks", []),
+            compare_seed_log=C3["compare_seed_log"],
+            seed_log_outcome=C3["seed_log_outcome"],
+            preset=PRESET,
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -160,13 +170,15 @@ rule c3_replicates_metrics:
         per_seed="results/c3_replicates/c3_per_seed.csv",
         metrics="results/c3_replicates/c3_transfer.json",
     params:
-        runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_REP_RUNS],
-        L=C3["L"],
-        eval_L=C3["eval"]["L"],
-        z=config["decision"]["z"],
-        offblock_rate=C3["offblock_rate"],
-        record=C3_RECORD,
-        protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+        **named(
+            runs=[{"setting": c3_setting(s), "seed": seed} for s, seed in C3_REP_RUNS],
+            L=C3["L"],
+            eval_L=C3["eval"]["L"],
+            z=config["decision"]["z"],
+            offblock_rate=C3["offblock_rate"],
+            record=C3_RECORD,
+            protocol={k: C3[k] for k in ("d", "lr", "steps", "record_every", "loop_convention", "n_pairs", "n_query", "eval")},
+        ),
     conda:
         "../envs/softlin.yaml"
     log:

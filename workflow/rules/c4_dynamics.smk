@@ -14,8 +14,10 @@ rule c4_flow:
     output:
         "results/c4/flows/{setting}.npz",
     params:
-        setting=lambda w: claim_setting("c4", w.setting),
-        cfg=C4_FLOW_CFG,
+        **named(
+            setting=lambda w: claim_setting("c4", w.setting),
+            cfg=C4_FLOW_CFG,
+        ),
     threads: 1
     resources:
         # measured: about 10-15 s per covariance (the ODE needs 1.5k-8k gradient evaluations)
@@ -45,10 +47,12 @@ rule c4_metrics:
         alpha="results/c4/c4_alpha.csv",
         metrics="results/c4/c4_dynamics.json",
     params:
-        settings=[claim_setting("c4", s) for s in C4_SETTINGS],
-        tol=C4["tol"],
-        gd_tol=C4["gd_tol"],
-        protocol=C4_FLOW_CFG,
+        **named(
+            settings=[claim_setting("c4", s) for s in C4_SETTINGS],
+            tol=C4["tol"],
+            gd_tol=C4["gd_tol"],
+            protocol=C4_FLOW_CFG,
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -72,10 +76,12 @@ rule c4_figure:
         png=report("figures/c4_dynamics.png", category="C4 infinite-prompt dynamics", caption="../report/c4_dynamics.rst"),
         pdf="figures/c4_dynamics.pdf",
     params:
-        settings=[claim_setting("c4", s) for s in C4_SETTINGS],
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        protocol=C4_FLOW_CFG,
+        **named(
+            settings=[claim_setting("c4", s) for s in C4_SETTINGS],
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            protocol=C4_FLOW_CFG,
+        ),
     resources:
         runtime=2,
         mem_mb=500,
@@ -101,11 +107,13 @@ rule c4_verdict:
         consistency=update("results/c4/consistency.json"),
         html=report(update("results/c4/verdict.html"), category="C4 infinite-prompt dynamics", caption="../report/verdict.rst"),
     params:
-        z=config["decision"]["z"],
-        criteria=C4["criteria"],
-        checks=C4.get("consistency_checks", []),
-        preset=PRESET,
-        protocol=C4_FLOW_CFG,
+        **named(
+            z=config["decision"]["z"],
+            criteria=C4["criteria"],
+            checks=C4.get("consistency_checks", []),
+            preset=PRESET,
+            protocol=C4_FLOW_CFG,
+        ),
     resources:
         runtime=1,
         mem_mb=300,

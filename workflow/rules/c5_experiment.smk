@@ -38,9 +38,11 @@ rule c5_train:
     output:
         "results/{c5_run}/runs/L{c5_L}.npz",
     params:
-        cfg=lambda w: C5_RUNS[w.c5_run]["train"],
-        Ls=lambda w: c5_group_Ls(w.c5_L),
-        checkpoint=lambda w: f"results/{w.c5_run}/checkpoints/L{w.c5_L}.npz",
+        **named(
+            cfg=lambda w: C5_RUNS[w.c5_run]["train"],
+            Ls=lambda w: c5_group_Ls(w.c5_L),
+            checkpoint=lambda w: f"results/{w.c5_run}/checkpoints/L{w.c5_L}.npz",
+        ),
     threads: C5["threads"]
     resources:
         runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
@@ -71,11 +73,13 @@ rule c5_metrics:
         table="results/{c5_run}/c5_risks.csv",
         metrics="results/{c5_run}/c5_metrics.json",
     params:
-        cfg=lambda w: C5_RUNS[w.c5_run]["metrics"],
-        jobs=[c5_group_Ls(g) for g in C5_JOBS],
-        record=c5_record_config(),
-        z=config["decision"]["z"],
-        seeds=lambda w: C5_RUNS[w.c5_run]["seeds"],
+        **named(
+            cfg=lambda w: C5_RUNS[w.c5_run]["metrics"],
+            jobs=[c5_group_Ls(g) for g in C5_JOBS],
+            record=c5_record_config(),
+            z=config["decision"]["z"],
+            seeds=lambda w: C5_RUNS[w.c5_run]["seeds"],
+        ),
     threads: C5["threads"]
     resources:
         runtime=lambda w: 5 + int(C5["eval"]["n_test"] * max(C5["L"]) * len(C5["L"]) * 2e-7),
@@ -102,12 +106,14 @@ rule c5_figure:
         training_png=report("figures/c5_training.png", category="C5 Sec. 6 experiment", caption="../report/c5_training.rst"),
         training_pdf="figures/c5_training.pdf",
     params:
-        preset=PRESET,
-        preset_description=PRESET_DESCRIPTION,
-        protocol=c5_protocol(),
-        optimisation=C5_OPTIMISATION,
-        curves=config["plot"]["c5_curves"],
-        cmap=config["plot"]["c5_L_cmap"],
+        **named(
+            preset=PRESET,
+            preset_description=PRESET_DESCRIPTION,
+            protocol=c5_protocol(),
+            optimisation=C5_OPTIMISATION,
+            curves=config["plot"]["c5_curves"],
+            cmap=config["plot"]["c5_L_cmap"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -128,11 +134,13 @@ rule c5_verdict:
         consistency=update("results/{c5_run}/consistency.json"),
         html=report(update("results/{c5_run}/verdict.html"), category="C5 Sec. 6 experiment", caption="../report/verdict.rst"),
     params:
-        z=config["decision"]["z"],
-        criteria=C5["criteria"],
-        checks=C5.get("consistency_checks", []),
-        preset=PRESET,
-        protocol=c5_protocol(),
+        **named(
+            z=config["decision"]["z"],
+            criteria=C5["criteria"],
+            checks=C5.get("consistency_checks", []),
+            preset=PRESET,
+            protocol=c5_protocol(),
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -160,8 +168,10 @@ rule c5_replicates_metrics:
         table="results/{c5_set}/{c5_set}_risks.csv",
         metrics="results/{c5_set}/{c5_set}_metrics.json",
     params:
-        names=lambda w: list(C5_SETS[w.c5_set]),
-        noise=C5["noise_var"],
+        **named(
+            names=lambda w: list(C5_SETS[w.c5_set]),
+            noise=C5["noise_var"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -180,8 +190,10 @@ rule c5_replicates_figure:
         png="figures/{c5_set}.png",
         pdf="figures/{c5_set}.pdf",
     params:
-        protocol=c5_protocol(),
-        curves=config["plot"]["c5_curves"],
+        **named(
+            protocol=c5_protocol(),
+            curves=config["plot"]["c5_curves"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -202,11 +214,13 @@ rule c5_replicates_verdict:
         consistency="results/{c5_set}/consistency.json",
         html="results/{c5_set}/verdict.html",
     params:
-        z=config["decision"]["z"],
-        criteria=lambda w: C5_SET_CRITERIA[w.c5_set],
-        checks=C5.get("consistency_checks", []),
-        preset=PRESET,
-        protocol=c5_protocol(),
+        **named(
+            z=config["decision"]["z"],
+            criteria=lambda w: C5_SET_CRITERIA[w.c5_set],
+            checks=C5.get("consistency_checks", []),
+            preset=PRESET,
+            protocol=c5_protocol(),
+        ),
     conda:
         "../envs/softlin.yaml"
     log:
@@ -230,7 +244,9 @@ rule c5_limit_family:
     output:
         json="results/c5_limit/family.json",
     params:
-        cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
+        **named(
+            cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
+        ),
     threads: 1
     conda:
         "../envs/softlin.yaml"
@@ -252,9 +268,11 @@ rule c5_limit:
         md="results/c5_limit/c5_limit.md",
         png="figures/c5_limit.png",
     params:
-        sets=list(C5_LIMIT_SETS),
-        limit=C5["limit"],
-        z=config["decision"]["z"],
+        **named(
+            sets=list(C5_LIMIT_SETS),
+            limit=C5["limit"],
+            z=config["decision"]["z"],
+        ),
     conda:
         "../envs/softlin.yaml"
     log:

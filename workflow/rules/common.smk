@@ -7,7 +7,7 @@ from pathlib import Path
 
 from softlin import code_inputs as code_closure
 from softlin import outputs, stop_signals, workflow_config
-from softlin.rule_params import C5_TASK_KEYS, C5_TRAIN_KEYS, RuleParams, c5_group_Ls, c5_group_name, pow2_range  # noqa: F401
+from softlin.rule_params import C5_TASK_KEYS, C5_TRAIN_KEYS, RuleParams, c5_group_Ls, c5_group_name, named, pow2_range  # noqa: F401
 
 # config/config.yaml (the defaults) <- config/presets/<preset>.yaml <- --configfile / --config (the
 # `config` Snakemake hands over), validated against workflow/schemas/config.schema.yaml and checked

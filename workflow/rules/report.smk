@@ -14,7 +14,9 @@ rule verdict_overview:
         md="results/verdicts.md",
         rst="results/verdicts.rst",
     params:
-        claims=CLAIMS,
+        **named(
+            claims=CLAIMS,
+        ),
     localrule: True
     conda:
         "../envs/softlin.yaml"
