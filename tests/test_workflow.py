@@ -2,7 +2,7 @@
 
 These tests run ``snakemake`` on temporary copies of the repository (no results/ of their own).
 The rerun tests use the session's smoke build (``smoke_built`` in conftest.py: the whole workflow
-at the smoke preset, built once and shared with tests/test_failures.py), then check dry runs:
+at the smoke preset, built once and shared with tests/faults/test_failures.py), then check dry runs:
 nothing changed -> nothing planned; a C3 knob changed -> only C3 jobs (and the C2 job that reads
 C3's trajectories); a C5 test-set change -> no training; a plotting module touched -> only figure
 jobs.  Every dry run of this module (those, the bad configs, the paper preset) runs in ONE Python

@@ -112,7 +112,7 @@ def test_failing_job_reports_log_and_keep_going_finishes_the_rest(tmp_path):
     smk(repo, f"results/c3/tasks/{bad}.npz", *SMOKE)   # sample it, then corrupt it
     (repo / f"results/c3/tasks/{bad}.npz").write_bytes(b"not an npz file\n")
     # unsealed, as a file put there by hand (a sealed one would be set aside before the plan and
-    # rebuilt: tests/test_faults_workflow.py), so the training job is the one to find it damaged
+    # rebuilt: tests/faults/test_faults_workflow.py), so the training job is the one to find it damaged
     (repo / f".softlin/seals/results/c3/tasks/{bad}.npz.sha256").unlink()
     proc = smk(repo, "c3", "symbolic", "--keep-going", *SMOKE, check=False)
     text = proc.stdout + proc.stderr

@@ -2,7 +2,7 @@
 cache (an unwritable folder, a forged entry).  Unit tests, each on files in a temporary directory
 (made the working directory where a workflow output is meant); the workflow-level faults (a copied
 working directory, ``-d``, SIGTERM to ``snakemake``, damaged outputs of a real run) are in
-tests/test_faults_workflow.py.
+tests/faults/test_faults_workflow.py.
 """
 import json
 import os
@@ -241,7 +241,7 @@ def test_cache_entry_round_trip_prints_the_same():
 
 def test_seed0_child_result_is_used_with_an_unwritable_cache(tmp_path, monkeypatch):
     """Before: with an unwritable cache the seed-0 child (which makes the printouts independent of
-    PYTHONHASHSEED: tests/test_faults.py) could not hand its result back, so the process computed
+    PYTHONHASHSEED: tests/faults/test_faults.py) could not hand its result back, so the process computed
     the derivation itself, under its own seed.  Now the child stores it in the process's folder and
     the process reads it from there (its own store is never reached)."""
     import symbolic
