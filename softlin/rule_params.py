@@ -20,8 +20,8 @@ C5_TRAIN_KEYS = C5_TASK_KEYS + ("parametrisation", "models", "seed", "init_seed"
                                 "log_every", "chunk")
 EXPORTED = ("c3_runs", "c3_setting", "claim_setting", "c5_train_config", "c5_record_config",
             "c5_metrics_config", "c5_replicates", "c5_confirm_replicates", "c5_any_replicate", "c5_is_default",
-            "c5_replicate_dir", "c5_replicate_train_config", "c5_replicate_metrics_config", "c5_step_seconds",
-            "c5_groups", "c5_runtime_min", "c5_mem_mb", "c5_protocol", "_c5_section", "c5_set_members")
+            "c5_replicate_dir", "c5_replicate_train_config", "c5_replicate_metrics_config",
+            "c5_groups", "c5_runtime_min", "c5_mem_mb", "c5_protocol", "c5_section", "c5_sets", "c5_set_members")
 
 
 BY_NAME = "by_name"  # the params entry that carries the names (:func:`named`)
@@ -107,23 +107,23 @@ class RuleParams:
                 "sigma": s.tolist(), "probes": st.get("probes") or {}}
 
     # ----------------------------------------------------------------------- C5
-    def _c5_section(self, keys):
+    def c5_section(self, keys):
         """The C5 keys a job reads (``w_var: null`` stays null: softlin.online_task.make_task defaults it to 1/d)."""
         return {k: self.config["c5"][k] for k in keys}
 
     def c5_train_config(self):
         """The C5 settings a training job reads: the task law and the optimiser, nothing else (so a
         change of the test set, the criteria or the L list reruns no finished training)."""
-        return self._c5_section(C5_TRAIN_KEYS)
+        return self.c5_section(C5_TRAIN_KEYS)
 
     def c5_record_config(self):
         """The C5 settings the shape of a training job's record depends on (softlin.claims.c5.job_like)."""
-        return self._c5_section(("d", "parametrisation", "models", "restarts", "steps", "log_every"))
+        return self.c5_section(("d", "parametrisation", "models", "restarts", "steps", "log_every"))
 
     def c5_metrics_config(self):
         """The C5 settings the metrics job reads: the task law, the L list, the test set, the
         convergence rule."""
-        return self._c5_section(C5_TASK_KEYS + ("L", "models", "eval", "convergence", "optimizer", "steps"))
+        return self.c5_section(C5_TASK_KEYS + ("L", "models", "eval", "convergence", "optimizer", "steps"))
 
     def c5_replicates(self):
         """The c5.replicates entries as ``{name: {seed, init_seed, eval_seed}}`` (name ``s2026_i10_e31338``)."""
@@ -133,14 +133,19 @@ class RuleParams:
         """The c5.confirm.replicates entries (fresh seeds, target c5_confirm), named as :meth:`c5_replicates`'."""
         return _c5_named(self.config["c5"].get("confirm", {}).get("replicates", []))
 
+    def c5_sets(self):
+        """The sets of replicates, ``{set: {name: seeds}}``: ``c5_replicates`` (c5.replicates) and
+        ``c5_confirm`` (c5.confirm.replicates)."""
+        return {"c5_replicates": self.c5_replicates(), "c5_confirm": self.c5_confirm_replicates()}
+
     def c5_set_members(self, c5_set):
-        """The replicate names of a set (``c5_replicates`` or ``c5_confirm``), at least 2 of them: called
-        from an input function, so that planning c5_confirm without replicates (c5.confirm.replicates
-        empty and no criteria, which the config check allows) stops the dry run naming the key."""
+        """The replicate names of a set of :meth:`c5_sets`, at least 2 of them: called from an input
+        function, so that planning c5_confirm without replicates (c5.confirm.replicates empty and no
+        criteria, which the config check allows) stops the dry run naming the key."""
         key = {"c5_replicates": "c5.replicates", "c5_confirm": "c5.confirm.replicates"}[c5_set]
-        names = self.c5_replicates() if c5_set == "c5_replicates" else self.c5_confirm_replicates()
+        names = list(self.c5_sets()[c5_set])
         config_check.needs_replicates(key, len(names), f"the target {c5_set}")
-        return list(names)
+        return names
 
     def c5_any_replicate(self, name):
         """One replicate's seeds, exploratory (c5.replicates) or confirmatory (c5.confirm.replicates)."""
@@ -166,10 +171,6 @@ class RuleParams:
         cfg = self.c5_metrics_config()
         return {**cfg, "eval": {**cfg["eval"], "seed": self.c5_any_replicate(name)["eval_seed"]}}
 
-    def c5_step_seconds(self, Ls):
-        """Predicted CPU seconds of one joint step of a group on one thread (softlin.config_cost)."""
-        return config_cost.c5_step_seconds(self.config["c5"], Ls)
-
     def c5_groups(self):
         """The prompt-length groups of the training jobs: consecutive runs of ``c5.L_per_job``
         lengths (0: all lengths in one job, the layout that draws each batch once)."""
@@ -179,9 +180,9 @@ class RuleParams:
 
     def c5_runtime_min(self, Ls):
         """Minutes a c5_train job may take: 1.5 x the CPU prediction on the job's threads +
-        compilation; on a GPU far less."""
+        compilation; on a GPU far less (the CPU seconds of one joint step: softlin.config_cost)."""
         c5 = self.config["c5"]
-        return 5 + int(1.5 * c5["steps"] * self.c5_step_seconds(Ls) / c5["threads"] / 60)
+        return 5 + int(1.5 * c5["steps"] * config_cost.c5_step_seconds(c5, Ls) / c5["threads"] / 60)
 
     def c5_mem_mb(self, Ls):
         """Memory (MB) a c5_train job of the group ``Ls`` asks for (softlin.config_cost)."""

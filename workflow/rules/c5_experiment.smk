@@ -26,7 +26,7 @@ C5_RUNS.update({c5_replicate_dir(n).removeprefix("results/"): {
     "train": c5_replicate_train_config(n), "metrics": c5_replicate_metrics_config(n), "seeds": c5_any_replicate(n)}
     for n in {**c5_replicates(), **c5_confirm_replicates()} if not c5_is_default(c5_any_replicate(n))})
 # the sets of replicates (results/<set>): their replicates and the criteria each is read with
-C5_SETS = {"c5_replicates": c5_replicates(), "c5_confirm": c5_confirm_replicates()}
+C5_SETS = c5_sets()
 C5_SET_CRITERIA = {"c5_replicates": C5["criteria"], "c5_confirm": C5.get("confirm", {}).get("criteria", [])}
 C5_RUN_FILES = ("c5_risks.csv", "c5_metrics.json", "verdict.json", "verdict.md", "consistency.json", "verdict.html")
 
@@ -245,7 +245,7 @@ rule c5_limit_family:
         json="results/c5_limit/family.json",
     params:
         **named(
-            cfg={**_c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
+            cfg={**c5_section(C5_TASK_KEYS), "limit": C5["limit"]},
         ),
     threads: 1
     conda:
