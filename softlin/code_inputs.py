@@ -3,15 +3,17 @@ reaches through import statements (read with :mod:`ast`, lazy imports inside fun
 
 A rule lists them as inputs (workflow/rules/common.smk ``code_inputs``), so editing any of them
 reruns it, and the list cannot drift from the code.  Each file's import statements are parsed once
-and kept by (path, mtime, size) (:class:`ImportCache`): in memory, and in a file under
+and kept by the sha256 of its bytes (:class:`ImportCache`): in memory, and in a file under
 ``.snakemake/`` so that a later Snakemake process parses only what changed (parsing all ~100 files
-costs ~0.1-0.2 s, about a tenth of a dry run's start-up).
+costs ~0.1-0.2 s, about a tenth of a dry run's start-up; hashing them ~2 ms).  The key is the
+content, not (mtime, size): a file rewritten with the same size and mtime is parsed again.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -60,10 +62,11 @@ def _statements(body: list):
                 yield from _statements(sub)
 
 
-def _raw_imports(path: Path, package: str) -> list:
-    """The import statements of ``path`` as ``[name]`` (``import name``) or ``[base, [base.name, ...]]``
-    (``from base import name, ...``, relative ones resolved against ``package``), read with ast."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+def _raw_imports(path: Path, package: str, source: bytes | None = None) -> list:
+    """The import statements of ``path`` (of its bytes ``source`` where given) as ``[name]`` (``import
+    name``) or ``[base, [base.name, ...]]`` (``from base import name, ...``, relative ones resolved
+    against ``package``), read with ast."""
+    tree = ast.parse(path.read_bytes() if source is None else source, filename=str(path))
     out = []
     for node in _statements(tree.body):
         if isinstance(node, ast.Import):
@@ -74,31 +77,49 @@ def _raw_imports(path: Path, package: str) -> list:
     return out
 
 
+def _well_formed(imports) -> bool:
+    """Whether ``imports`` has the shape :func:`_raw_imports` returns: a list of ``[str]`` and
+    ``[str, [str, ...]]`` (a cache entry of another shape is damaged, and ignored)."""
+    def entry(e):
+        return isinstance(e, list) and isinstance(e[0] if e else None, str) and (
+            len(e) == 1 or (len(e) == 2 and isinstance(e[1], list) and all(isinstance(n, str) for n in e[1])))
+    return isinstance(imports, list) and all(entry(e) for e in imports)
+
+
+def _cached(hit) -> bool:
+    """Whether a cache entry has the shape ``[sha256 hex digest, imports]``."""
+    return isinstance(hit, list) and len(hit) == 2 and isinstance(hit[0], str) and _well_formed(hit[1])
+
+
 class ImportCache:
-    """:func:`_raw_imports` of each file, kept by (path, mtime, size) in memory and in the JSON file
-    ``path`` (the working directory's ``.snakemake/softlin-imports.json``: a Snakemake process that
-    finds it parses only the files changed since; written atomically, only when it grew)."""
+    """:func:`_raw_imports` of each file, kept by (path, package) with the sha256 of the file's bytes,
+    in memory and in the JSON file ``path`` (the working directory's ``.snakemake/softlin-imports.json``:
+    a Snakemake process that finds it parses only the files whose content changed since; written
+    atomically, only when it changed).  A damaged file (unreadable, not JSON, another shape) or entry
+    is ignored and rewritten, never trusted."""
 
     def __init__(self, path: Path | None = None):
         self.path, self.entries, self.dirty = path, {}, False
         if path is not None:
             try:
-                self.entries = json.loads(Path(path).read_text())
+                found = json.loads(Path(path).read_bytes())
             except (OSError, ValueError):
-                pass
-            self.entries = self.entries if isinstance(self.entries, dict) else {}
+                found = None
+            self.entries = {k: v for k, v in found.items() if _cached(v)} if isinstance(found, dict) else {}
+            damaged = not isinstance(found, dict) or len(self.entries) < len(found)
+            self.dirty = damaged and Path(path).exists()  # rewritten on save, even if nothing is parsed
 
     def imports(self, path: Path, package: str) -> list:
-        st = os.stat(path)
-        key, stamp = f"{path}|{package}", [st.st_mtime_ns, st.st_size]
+        data = Path(path).read_bytes()
+        key, digest = f"{path}|{package}", hashlib.sha256(data).hexdigest()
         hit = self.entries.get(key)
-        if not (isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp):  # new, changed or damaged
-            self.entries[key] = hit = [stamp, _raw_imports(Path(path), package)]
+        if hit is None or hit[0] != digest:  # new or changed
+            self.entries[key] = hit = [digest, _raw_imports(Path(path), package, data)]
             self.dirty = True
         return hit[1]
 
     def save(self) -> None:
-        """Write the cache file if it grew (a failure to write is not an error: the next run parses)."""
+        """Write the cache file if it changed (a failure to write is not an error: the next run parses)."""
         if self.path is None or not self.dirty:
             return
         try:

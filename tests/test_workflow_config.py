@@ -2,6 +2,8 @@
 without a Snakemake run: merging, typing, presets, validation with defaults, imports read with ast."""
 
 import copy
+import json
+import os
 import textwrap
 
 import pytest
@@ -117,3 +119,52 @@ def test_import_cache_file_is_reused_and_follows_edits(tmp_path, monkeypatch):
     (tmp_path / "softlin/a.py").write_text("from . import b\nx = 1\n")
     again = code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store))
     assert again == sorted(first + [str(tmp_path / "softlin/b.py")])
+
+
+def _tiny_project(root, a_text="x = 1\n"):
+    """softlin/{__init__,a,b,c}.py and a workflow script importing softlin.a; returns the script."""
+    for name, text in {"softlin/__init__.py": "", "softlin/a.py": a_text, "softlin/b.py": "", "softlin/c.py": "",
+                       "workflow/scripts/job.py": "from softlin import a\n"}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root / "workflow/scripts/job.py"
+
+
+def test_import_cache_sees_a_rewrite_with_the_same_size_and_mtime(tmp_path):
+    """A file rewritten with the same size and mtime (os.utime) but another import is parsed again,
+    by a new process (a fresh ImportCache on the cache file) and by the same one."""
+    script = _tiny_project(tmp_path, "from . import b\n")
+    store, a = tmp_path / ".snakemake" / "imports.json", tmp_path / "softlin/a.py"
+    mem = code_inputs.ImportCache()
+    for cache in (code_inputs.ImportCache(store), mem):
+        assert str(tmp_path / "softlin/b.py") in code_inputs.closure(tmp_path, script, cache)
+    st = os.stat(a)
+    a.write_text("from . import c\n")
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(a).st_size, os.stat(a).st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    want = sorted(str(tmp_path / f) for f in ("softlin/__init__.py", "softlin/a.py", "softlin/c.py",
+                                               "workflow/scripts/job.py"))
+    for cache in (code_inputs.ImportCache(store), mem):
+        assert code_inputs.closure(tmp_path, script, cache) == want
+
+
+def _damage_entries(text: str) -> str:
+    """The cache file ``text`` with each entry's imports replaced by a malformed value (digest kept)."""
+    return json.dumps({k: [v[0], [[1, 2, 3]]] for k, v in json.loads(text).items()})
+
+
+@pytest.mark.parametrize("damage", [
+    lambda t: t[: len(t) // 2], lambda t: "not json {", lambda t: "[1, 2]", lambda t: '{"x": 1}',
+    _damage_entries, lambda t: json.dumps({k: [v[0], "from softlin import c"] for k, v in json.loads(t).items()}),
+    lambda t: json.dumps({k: [v[0], [["softlin.c", "softlin.c.x"]]] for k, v in json.loads(t).items()}),
+], ids=["truncated", "not-json", "a-list", "foreign-entry", "entry-numbers", "entry-string", "entry-no-list"])
+def test_a_damaged_import_cache_is_ignored_and_rewritten(tmp_path, damage):
+    """A damaged cache file (truncated, not JSON, another shape, an entry of another shape whose
+    digest is right) gives the right closure, and is rewritten well-formed."""
+    script = _tiny_project(tmp_path, "from . import b\n")
+    store = tmp_path / ".snakemake" / "imports.json"
+    first = code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store))
+    store.write_text(damage(store.read_text()))
+    assert code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store)) == first
+    rewritten = json.loads(store.read_text())
+    assert rewritten and all(code_inputs._cached(v) for v in rewritten.values())

@@ -43,7 +43,7 @@ def report_front_page():
     return str(front.resolve() if front.exists() else Path(workflow.basedir) / "workflow" / "report" / "workflow.rst")
 
 
-IMPORTS = code_closure.ImportCache(Path(".snakemake") / "softlin-imports.json")  # each file's imports, by mtime
+IMPORTS = code_closure.ImportCache(Path(".snakemake") / "softlin-imports.json")  # each file's imports, by content
 
 
 def code_inputs(script):
