@@ -6,6 +6,7 @@ tests/faults/test_faults_workflow.py.
 """
 import json
 import os
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pytest
 from softlin import io, outputs, records, verdict
 from softlin.tasks import Tasks, sample
 from symbolic import cache, entries
+
+from helpers import ROOT
 
 # --------------------------------------------------------------------------- strict JSON
 
@@ -48,6 +51,43 @@ def test_json_outputs_are_strict_and_read_back_the_same(tmp_path):
     (tmp_path / "old.json").write_text('{"x": NaN}')  # a file of the old convention is refused
     with pytest.raises(ValueError, match="strict JSON"):
         io.load_json(tmp_path / "old.json")
+
+
+def _tracked_json() -> list[Path]:
+    """Every *.json file git tracks in the repository (without git: every *.json outside dot-folders,
+    results/ and figures/)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "*.json"], cwd=ROOT, capture_output=True, check=True).stdout
+        return [ROOT / name for name in out.decode().split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):
+        skip = {"results", "figures"}
+        return [p for p in ROOT.rglob("*.json") if not any(part.startswith(".") or part in skip
+                                                            for part in p.relative_to(ROOT).parts[:-1])]
+
+
+def test_every_tracked_json_file_is_strict():
+    """Before: docs/c5_authors/paper_optimiser/verdict.json held bare NaN (written before outputs
+    became strict JSON).  Now every committed JSON file parses with a strict reader."""
+    files = _tracked_json()
+    assert len(files) >= 20, files  # the committed runs' metrics, verdicts, records
+    for f in files:
+        try:
+            _strict(f.read_text())
+        except (AssertionError, ValueError) as e:
+            raise AssertionError(f"{f.relative_to(ROOT)}: {e}") from None
+
+
+def test_every_json_the_smoke_build_writes_is_strict(smoke_built):
+    """Every JSON file of the smoke build (metrics, verdicts, records, the import cache) parses with
+    a strict reader."""
+    files = sorted(smoke_built.rglob("*.json"))
+    claims = {f.parent.name for f in files if f.name == "verdict.json"}
+    assert {"c1", "c2", "c3", "c4", "c5"} <= claims, claims  # the whole build is there
+    for f in files:
+        try:
+            _strict(f.read_text())
+        except (AssertionError, ValueError) as e:
+            raise AssertionError(f"{f.relative_to(smoke_built)}: {e}") from None
 
 
 def test_a_nan_metric_read_back_is_still_undecided(tmp_path):
