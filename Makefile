@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 # each --configfile in ARGS parsed strictly first: Snakemake reports a malformed one without its
 # name or line, before any workflow code runs (softlin/config_yaml.py)
-CHECK = $(BIN)/python -m softlin.config_yaml $(ARGS)
+CHECK = $(BIN)/python -m softlin.config_yaml --args $(ARGS)
 
 run: $(STAMP)                ## the whole workflow (every claim), locally on all cores
 	$(CHECK)

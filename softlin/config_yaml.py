@@ -6,9 +6,10 @@ parse, in one line naming the file and the line: ``config file 'PATH', line N: <
 (:class:`ConfigFileError`, a ``ValueError``).  The YAML path composes the document with libyaml
 (``CSafeLoader``), checks every mapping node's keys, then constructs it: the same data as
 ``yaml.load(f, CSafeLoader)`` at nearly its speed.  ``python -m softlin.config_yaml ARGS...``
-checks the files that follow ``--configfile`` / ``--configfiles`` in a Snakemake command line
-(the Makefile runs it first): Snakemake parses them before any workflow code runs and reports a
-syntax error without the file's name or line.
+checks the config files it names (``python -m softlin.config_yaml FILE...``), or with ``--args``
+those that follow ``--configfile`` / ``--configfiles`` in a Snakemake command line (the Makefile
+runs it first): Snakemake parses them before any workflow code runs and reports a syntax error
+without the file's name or line (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -140,15 +141,36 @@ def configfiles(argv) -> list[str]:
     return out
 
 
+USAGE = ("usage: python -m softlin.config_yaml FILE...              check these config files\n"
+         "       python -m softlin.config_yaml --args SNAKEMAKE_ARGS...  check the --configfile files of a "
+         "snakemake command line")
+
+
 def main(argv=None) -> int:
-    """Check each ``--configfile`` of a Snakemake command line: exit 1 with the one line of the first bad one."""
-    for path in configfiles(sys.argv[1:] if argv is None else argv):
+    """Check config files strictly: ``FILE...``, or with ``--args`` (the Makefile's form) or any
+    ``--configfile`` in ``argv`` the files of a Snakemake command line.  Exit 1 after one line per
+    bad file (file, line, reason), 2 on a usage error, 0 when every file reads."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--args"]:
+        paths = configfiles(argv[1:])
+    elif any(a.startswith("-") for a in argv):
+        paths = configfiles(argv)
+        if not paths:
+            print(f"no --configfile among the arguments\n{USAGE}", file=sys.stderr)
+            return 2
+    elif argv:
+        paths = argv
+    else:
+        print(USAGE, file=sys.stderr)
+        return 2
+    bad = 0
+    for path in paths:
         try:
             read(Path(path), mapping=True)
         except ConfigFileError as err:
             print(err, file=sys.stderr)
-            return 1
-    return 0
+            bad += 1
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

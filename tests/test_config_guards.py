@@ -7,7 +7,10 @@ The end-to-end form of the reproducers (one Snakemake process, dry runs) is in t
 """
 import copy
 import json
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -465,7 +468,7 @@ def test_the_strict_reader_reads_what_libyaml_and_json_read(tmp_path):
 
 
 def test_the_configfile_precheck_finds_the_files_of_a_command_line(tmp_path):
-    """``python -m softlin.config_yaml ARGS`` (the Makefile's first step): exit 1 with the line of
+    """``python -m softlin.config_yaml --args ARGS`` (the Makefile's first step): exit 1 with the line of
     the first bad --configfile, 0 when every one reads (Snakemake itself prints no name or line)."""
     from softlin import config_yaml
 
@@ -474,7 +477,34 @@ def test_the_configfile_precheck_finds_the_files_of_a_command_line(tmp_path):
     assert config_yaml.configfiles(argv) == [str(good), str(bad)]
     assert config_yaml.configfiles(["--configfiles=x.yaml", "c5", "--configfile", "y.yaml"]) == ["x.yaml", "y.yaml"]
     assert config_yaml.main(["--configfile", str(good)]) == 0
-    assert config_yaml.main(argv) == 1
+    assert config_yaml.main(argv) == 1 and config_yaml.main(["--args", *argv]) == 1
+
+
+def test_the_config_file_checker_names_file_line_and_key_from_the_command_line(tmp_path):
+    """``python -m softlin.config_yaml FILE...`` (the one command docs/faults.md gives for what plain
+    ``snakemake --configfile`` reports without file or line): one line per bad file naming the
+    file, the line and the reason (the key's path for a duplicate), exit 1; bare files were
+    ignored (exit 0) before ``--args`` took the Makefile's form."""
+    files = {"syntax.yaml": "c3:\n  lr: 0.02\n   steps: 5\n", "dup.yaml": "c3: {lr: 0.02}\nc5:\n  steps: 1\n  steps: 2\n",
+             "good.yaml": "c5: {steps: 10}\n", "tab.yaml": "c5:\n\tsteps: 10\n"}
+    paths = [str(_cfgfile(tmp_path, text, name)) for name, text in files.items()]
+
+    def check(*args):
+        return subprocess.run([sys.executable, "-m", "softlin.config_yaml", *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+    out = check(*paths)
+    assert out.returncode == 1 and out.stdout == "", out
+    lines = out.stderr.splitlines()
+    assert len(lines) == 3, out.stderr  # the good file says nothing
+    for line, path, where, reason in zip(lines, [paths[0], paths[1], paths[3]], (3, 4, 2),
+                                         ("not valid YAML", "key 'c5.steps' appears twice (first at line 3", "a tab")):
+        assert line.startswith(f"config file '{path}', line {where}: ") and reason in line, line
+    assert check(paths[2]).returncode == 0
+    assert check("--args", "c5", "-n").returncode == 0                             # make run ARGS="c5 -n"
+    made = check("--args", "-n", "--configfile", paths[2], paths[1])                 # make run ARGS="--configfile ..."
+    assert made.returncode == 1 and made.stderr.splitlines() == out.stderr.splitlines()[1:2]
+    assert check().returncode == 2 and check("-n", "c5").returncode == 2             # nothing to check: usage
 
 
 def test_one_seed_per_c3_setting_completes_undecided():
