@@ -3,7 +3,8 @@ table (``results/verdicts.rst``, read after workflow/report/workflow.rst).
 
 The same rows as ``results/verdicts.md`` (:func:`softlin.verdict_report.overview_rows`), laid out
 for a browser: each status coloured and led by a text mark that survives printing in black and
-white (:data:`MARK`), every test of a reading and of a threshold on its own line, long names broken
+white (:mod:`softlin.status_badge`, as on each claim's ``verdict.html``), every test of a reading
+and of a threshold on its own line, long names broken
 where they must be so a row fits the page's width, an id's marks under it in small type and its
 statement as the id's tooltip.  The page's layout (the text and this table above the rule graph)
 is workflow/report/workflow.rst's style.
@@ -17,10 +18,11 @@ from collections.abc import Mapping
 
 from . import student
 from .revision import revision_line
+from .status_badge import MARK, status_html  # noqa: F401  (MARK: the marks, re-exported)
+from .status_badge import STYLE as BADGE_STYLE
 from .verdict import DEFAULT_Z
 from .verdict_report import _tallies, fmt_test, marks, overview_revision, overview_rows
 
-MARK = {"PASS": "\u2713", "FAIL": "\u2717", "INCONCLUSIVE": "?"}  # check mark, ballot x, question mark
 # (header, width: the short columns in em of the table's type, a status badge's width; the reading
 # takes what is left, so a row fits any width from about 900 px)
 COLUMNS = (("id", "8.5em"), ("status: raw, family-wide", "9.6em"), ("p (Holm level)", "5.6em"),
@@ -40,12 +42,7 @@ table.softlin-verdicts code{font-size:.95em;background:none;padding:0;font-weigh
 table.softlin-verdicts code::before,table.softlin-verdicts code::after{content:none}
 table.softlin-verdicts .softlin-line{margin:0 0 .2em 0}
 table.softlin-verdicts .softlin-marks{display:block;font-size:.85em;color:#57606a}
-.softlin-status{display:inline-block;white-space:nowrap;font-weight:bold;font-size:.9em;padding:0 .35em;border-radius:.25em;
-  border:1px solid currentColor}
-.softlin-pass{color:#116329;background:#dafbe1}
-.softlin-fail{color:#a40e26;background:#ffebe9}
-.softlin-inconclusive{color:#7d4e00;background:#fff8c5}
-@media print{.softlin-status{background:none}}"""
+""" + BADGE_STYLE
 
 
 def _html(text: str) -> str:
@@ -53,12 +50,6 @@ def _html(text: str) -> str:
     page through Jinja, which would read ``{{`` or ``{%``)."""
     out = re.sub(r"`(.+?)`", r"<code>\1</code>", html.escape(text))
     return out.replace("{", "&#123;").replace("}", "&#125;")
-
-
-def status_html(status: str, kind: str = "raw status") -> str:
-    """A status as a coloured badge led by its text mark, ``kind`` its tooltip:
-    ``<span class="softlin-status softlin-pass" title="raw status">✓ PASS</span>``."""
-    return f'<span class="softlin-status softlin-{status.lower()}" title="{kind}">{MARK[status]} {status}</span>'
 
 
 def _lines(items: list[str]) -> str:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from . import family, student
 from .io import dumps_json, write_text
 from .revision import code_revision, revision_line
+from .status_badge import STYLE as BADGE_STYLE
+from .status_badge import status_html
 from .verdict import DEFAULT_Z, STATUSES, evaluate
 
 
@@ -73,7 +75,11 @@ def threshold_cell(v: dict, short: bool = False) -> str:
     return out
 
 
-def _table(verdicts: list[dict], mark_after_run: bool = True) -> list[str]:
+def _table(verdicts: list[dict], mark_after_run: bool = True, escape_pipes: bool = False) -> list[str]:
+    """The verdict table's Markdown lines; ``escape_pipes``: a ``|`` inside a cell (``|theta_inf|``)
+    written ``\\|`` (for :func:`markdown_to_html`; verdict.md keeps the plain text it always had)."""
+    def row(*cells):
+        return "| " + " | ".join(c.replace("|", "\\|") if escape_pipes else c for c in cells) + " |"
     lines = ["| id | status | p | statement | measured (value +/- s.e.) | threshold |", "|---|---|---|---|---|---|"]
     for v in verdicts:
         measured = "; ".join(fmt_test(r) for r in v["tests"])
@@ -83,7 +89,7 @@ def _table(verdicts: list[dict], mark_after_run: bool = True) -> list[str]:
                 f"`{p['test']}`" + ("" if p["holds"] else f" [{p['outcome']}: {fmt_test(p)}]")
                 for p in v["preconditions"]) + ")"
         p = f"{v['p']:.2g}" if "p" in v else "-"
-        lines.append(f"| {v['id']}{marks(v, mark_after_run)} | **{v['status']}** | {p} | {v['statement']} | {measured} | {thr} |")
+        lines.append(row(f"{v['id']}{marks(v, mark_after_run)}", f"**{v['status']}**", p, v["statement"], measured, thr))
     return lines
 
 
@@ -110,16 +116,17 @@ RULE_TEXT = ("Decision rule: a test holds if it holds at the unfavourable end of
 
 
 def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
-                checks: list[dict] | None = None, revision: str | None = None) -> str:
+                checks: list[dict] | None = None, revision: str | None = None, escape_pipes: bool = False) -> str:
     """A verdict table in Markdown: the decision rule, the criteria added or changed after a run listed
     under it, then the consistency checks (a separate table, not verdicts), then optional extra sections;
-    ``revision`` (:mod:`softlin.revision`), when given, is a paragraph of one line under the title."""
+    ``revision`` (:mod:`softlin.revision`), when given, is a paragraph of one line under the title;
+    ``escape_pipes``: see :func:`_table`."""
     lines = [f"# {claim.upper()} verdict: {title}", ""] + ([revision_line(revision), ""] if revision is not None else [])
     z = next((v["z"] for v in verdicts + (checks or [])), None)
     if z is not None:
         lines += [RULE_TEXT.format(z=_fmt(z), level=student.level(z), alpha=student.alpha(z)), ""]
     if verdicts:
-        lines += _table(verdicts) + ["", "Summary (raw status): " + tally(verdicts), ""]
+        lines += _table(verdicts, escape_pipes=escape_pipes) + ["", "Summary (raw status): " + tally(verdicts), ""]
     else:
         lines += ["No criterion of the paper is decided here: every test of this claim is a consistency "
                   "check (below).", ""]
@@ -140,7 +147,7 @@ def to_markdown(claim: str, title: str, verdicts: list[dict], extra: str = "",
     if checks:
         lines += ["## Consistency checks (not verdicts on the paper)", "",
                   "These hold by construction, cannot fail, or test the protocol rather than a claim of "
-                  "the paper; they are not counted in the summary above.", ""] + _table(checks)
+                  "the paper; they are not counted in the summary above.", ""] + _table(checks, escape_pipes=escape_pipes)
         lines += [""] + [f"* **{c['id']}**: {c['reason']}" for c in checks if "reason" in c] + [""]
         late_c = [c for c in checks if "added_after_run" in c]
         if late_c:
@@ -238,8 +245,10 @@ def overview_markdown(claims: Mapping, revisions: Mapping | None = None) -> str:
             + "\n\nTallies of the family-wide status: " + _tallies(claims, rows, "family") + "\n")
 
 
-def markdown_to_html(md: str) -> str:
-    """Minimal Markdown (headers, pipe tables, bullets, paragraphs, `code`, **bold**) to HTML."""
+def markdown_to_html(md: str, badges: bool = False) -> str:
+    """Minimal Markdown (headers, pipe tables (``\\|`` a pipe in a cell), bullets, paragraphs, `code`, **bold**) to HTML;
+    ``badges``: a table cell that is a bold status (``**PASS**``) as the report's coloured badge with
+    its text mark (:func:`softlin.status_badge.status_html`, as on the report's first page)."""
     import html
     import re
 
@@ -248,14 +257,18 @@ def markdown_to_html(md: str) -> str:
         text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
         return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
+    def cell(text):
+        status = re.fullmatch(r"\*\*(" + "|".join(STATUSES) + r")\*\*", text) if badges else None
+        return status_html(status.group(1)) if status else inline(text)
+
     out, table = [], []
 
     def flush():
         if table:
             rows = [r for r in table if not re.fullmatch(r"\|?[-| :]+\|?", r)]
-            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
+            cells = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", r.strip().strip("|"))] for r in rows]
             head = "".join(f"<th>{inline(c)}</th>" for c in cells[0])
-            body = "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
+            body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
             table.clear()
 
@@ -273,7 +286,7 @@ def markdown_to_html(md: str) -> str:
             out.append(f"<p>{inline(line)}</p>")
     flush()
     style = ("body{font-family:sans-serif;font-size:14px} table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}")
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}") + (BADGE_STYLE.replace("\n", "") if badges else "")
     return f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{style}</style></head><body>" \
            + "\n".join(out) + "</body></html>\n"
 
@@ -282,7 +295,8 @@ def write_html(path, claim: str, title: str, verdicts: list[dict], extra_md: str
                checks: list[dict] | None = None, revision: str | None = None) -> None:
     """The verdict table (and extra Markdown sections) as a standalone HTML page for the report;
     ``checks`` are already evaluated consistency checks."""
-    write_text(path, markdown_to_html(to_markdown(claim, title, verdicts, extra_md, checks, revision)))
+    md = to_markdown(claim, title, verdicts, extra_md, checks, revision, escape_pipes=True)
+    write_text(path, markdown_to_html(md, badges=True))
 
 
 OUTPUT_KEYS = ("json", "md", "html", "consistency")

@@ -63,7 +63,7 @@ def test_publish_adds_exactly_the_revision(tmp_path):
     plain = verdict_report.to_markdown("c9", "t", vs, "", [])
     assert md.replace("Code revision: abc123-dirty\n\n", "", 1) == plain
     html = paths["html"].read_text().splitlines()
-    assert [ln for ln in html if "Code revision" not in ln] == verdict_report.markdown_to_html(plain).splitlines()
+    assert [ln for ln in html if "Code revision" not in ln] == verdict_report.markdown_to_html(plain, badges=True).splitlines()
     assert sum("<p>Code revision: abc123-dirty</p>" == ln for ln in html) == 1
     doc = json.loads(paths["json"].read_text())
     assert doc["revision"] == "abc123-dirty" and doc["verdicts"] == json.loads(json.dumps(vs))

@@ -23,7 +23,7 @@ RAW = ["PASS", "FAIL", "INCONCLUSIVE"]
 
 class Cells(HTMLParser):
     """Rows of the table as lists of (cell text, classes of the spans in it); tags checked balanced."""
-    VOID = {"br", "col"}
+    VOID = {"br", "col", "meta"}
 
     def __init__(self):
         super().__init__()
@@ -85,3 +85,36 @@ def test_front_page_renders_without_a_warning_and_survives_jinja():
     assert "#rulegraph" in html and 'class="softlin-verdicts"' in html          # the layout's style and the table
     assert re.search(r"Tallies of the raw status: C8: 1 PASS, 1 FAIL, 1 INCONCLUSIVE", html)
     assert "Code revision: abc123" in html and "{{" not in html
+
+
+def test_each_claims_verdict_page_has_the_same_badges(tmp_path):
+    """Each claim's verdict.html (softlin.verdict_report.write_html): every status cell of the verdict
+    table and of the consistency checks is the first page's badge (one helper: softlin.status_badge),
+    its style on the page; a statement with pipes (``|a - b|``) stays in its cell (it split the row
+    before); verdict.md keeps its bold statuses and plain pipes; a page without badges (the symbolic
+    derivations') is as before."""
+    from softlin import verdict_report
+
+    check = {"id": "K1", "statement": "a check", "all": [{"measured": "a.b.x", "op": ">", "value": 0}]}
+    crit = [*CRIT[:2], {**CRIT[2], "statement": "|a - b| / |b| below 0.6"}]
+    paths = {k: tmp_path / f"v.{k}" for k in ("json", "md", "html")}
+    verdict_report.publish("c8", "t", crit, METRICS, paths, checks=[check], revision="r")
+    p = Cells()
+    p.feed(paths["html"].read_text())
+    assert p.stack == []
+    rows = [r for r in p.rows if len(r) > 2]
+    status_col = [c for c, (h, _) in enumerate(rows[0]) if h == "status"]
+    assert len(status_col) == 1 and [r[0][0] for r in rows] == ["id", "A1", "A2", "A3 (changed after a run)", "id", "K1"]
+    for r, raw in zip([rows[i] for i in (1, 2, 3, 5)], RAW + ["PASS"]):
+        text, spans = r[status_col[0]]
+        assert text == f"{verdict_page.MARK[raw]} {raw}" and spans == [f"softlin-status softlin-{raw.lower()}"], r
+    assert all(len(r) == 6 for r in rows) and rows[3][3][0] == "|a - b| / |b| below 0.6", rows[3]
+    page = paths["html"].read_text()
+    assert ".softlin-pass{color:#116329;background:#dafbe1}" in page and "<b>PASS</b>" not in page
+    md = paths["md"].read_text()
+    assert "| **PASS** |" in md and "| **FAIL** |" in md and "\u2713" not in md and "| |a - b| / |b| below 0.6 |" in md
+    assert verdict_report.markdown_to_html("| s |\n|---|\n| **PASS** |\n") == (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><style>body{font-family:sans-serif;font-size:14px} "
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}</style></head>"
+        "<body><table><thead><tr><th>s</th></tr></thead><tbody><tr><td><b>PASS</b></td></tr></tbody></table>"
+        "</body></html>\n")
