@@ -68,7 +68,8 @@ def _start_smoke_build(dst):
 def smoke_built(tmp_path_factory):
     """A copy of the repository with the whole workflow built at the smoke preset, once per session
     (tests/test_workflow.py plans changes against it; tests/faults/test_failures.py compares bits with it).
-    Tests may only read it or run dry runs on it (test_workflow's batch edits plots.py last)."""
+    Tests may only read it or run dry runs on it: a test that edits it works on its own copy
+    (test_workflow's batch edits plots.py, tasks.py and S2 in one), so no test depends on the order."""
     # ~1.5 min on two idle cores (started at collection when the caches are warm); a loaded
     # machine needs far more
     if not _SMOKE_BUILD:
