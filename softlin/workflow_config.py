@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config_check, config_yaml
+from . import config_check, config_yaml, statements
 
 CONFIG = Path("config") / "config.yaml"
 PRESETS = Path("config") / "presets"
@@ -148,9 +148,10 @@ def merged(root: Path, cli: dict) -> dict:
 def load(root: Path, cli: dict, configfiles=()) -> tuple[dict, dict]:
     """``configfiles`` (the ``--configfile`` files, parsed by Snakemake, where the last of two equal
     keys wins) re-read strictly, :func:`merged`, then the semantic checks
-    (:func:`softlin.config_check.check`, one line naming the key, before any job): (config, the
-    checked covariances ``{(claim, setting): array}``)."""
+    (:func:`softlin.config_check.check`, one line naming the key, before any job), every criterion's
+    statement with the config values it quotes (:func:`softlin.statements.fill_config`): (config,
+    the checked covariances ``{(claim, setting): array}``)."""
     for path in configfiles:
         config_yaml.read(path, mapping=True)
-    cfg = merged(root, cli)
+    cfg = statements.fill_config(merged(root, cli))
     return cfg, config_check.check(cfg)

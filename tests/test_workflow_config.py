@@ -9,7 +9,7 @@ import textwrap
 import pytest
 import snakemake.utils
 
-from softlin import code_inputs
+from softlin import code_inputs, statements
 from softlin import workflow_config as wc
 
 from helpers import ROOT
@@ -168,3 +168,47 @@ def test_a_damaged_import_cache_is_ignored_and_rewritten(tmp_path, damage):
     assert code_inputs.closure(tmp_path, script, code_inputs.ImportCache(store)) == first
     rewritten = json.loads(store.read_text())
     assert rewritten and all(code_inputs._cached(v) for v in rewritten.values())
+
+
+C5C_DEFAULT = ("training converged, run by run: every (model, L) run's test risk is within 5% of a reference member "
+               "of its class (linear: the class optimum at L; softmax: the best member of a scaled family containing "
+               "the infinite-prompt optimum), with its paired error, and no run is shown still falling (the OLS line "
+               "through the last 10% of the logged loss falling by 2% of its mean or more, with its jackknife error)")
+
+
+def _c5c(cfg):
+    return next(c for c in cfg["c5"]["consistency_checks"] if c["id"] == "C5c")["statement"]
+
+
+def test_a_statement_quotes_the_config_values_it_names():
+    """C5c's statement quoted "within 5%", "the last 10%" and "by 2%" as text: a user changing
+    c5.convergence got a statement that lied.  Now it follows the config; the default text is the
+    one printed before, byte for byte."""
+    assert _c5c(wc.load(ROOT, {})[0]) == C5C_DEFAULT
+    tuned = wc.load(ROOT, {"c5": {"convergence": {"reference_tol": 0.025, "window_frac": 0.2, "max_rel_drop": 0.01}}})[0]
+    assert _c5c(tuned) == (C5C_DEFAULT.replace("within 5%", "within 2.5%").replace("last 10%", "last 20%")
+                           .replace("by 2%", "by 1%"))
+    conf = {"confirm": {"criteria": [{"id": "K", "statement": "{{lit}} {steps} steps at {convergence.reference_tol:.2f}",
+                                      "all": [{"measured": "x", "op": "<", "value": 1}]}]}}
+    assert statements.fill_config({"c5": {**conf, "steps": 7, "convergence": {"reference_tol": 0.05}}})[
+        "c5"]["confirm"]["criteria"][0]["statement"] == "{lit} 7 steps at 0.05"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("within {convergence.no_such:%}", r"placeholder \{convergence.no_such\} names no key of its claim's section"),
+    ("within {reference_tol}", r"placeholder \{reference_tol\} names no key"),
+    ("within {convergence}", r"placeholder \{convergence\} names a dict, not a value"),
+    ("within {streams:%}", r"placeholder \{streams:%\} needs a number"),
+    ("within {}", r"placeholder \{\} must name a key"),
+    ("within {convergence.reference_tol!r}", r"placeholder \{convergence.reference_tol!r\} must name a key"),
+    ("a { brace", r"expected '}' before end of string \(write a literal brace as \{\{ or \}\}"),
+])
+def test_a_placeholder_that_names_no_value_is_refused(text, why):
+    section = {"streams": "shared", "convergence": {"reference_tol": 0.05},
+               "consistency_checks": [{"id": "K", "statement": text, "all": [], "reason": "r"}]}
+    with pytest.raises(ValueError, match=r"^config key 'c5.consistency_checks\[0\].statement': " + why):
+        statements.fill_config({"c5": section})
+    with pytest.raises(ValueError, match=why):  # refused by the load, before any job
+        wc.load(ROOT, {"c5": {"consistency_checks": [{"id": "C5c", "statement": text, "reason": "r",
+                                                       "all": [{"measured": "convergence.n_unconverged", "op": "==",
+                                                                "value": 0}]}]}})
