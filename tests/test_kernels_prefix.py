@@ -51,6 +51,21 @@ def test_prefix_vs_reference_and_per_length_kernel(rng, d, Q, path):
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("d,Q", [(3, 4), (2, 1), (3, 3)])
+def test_prefix_first_moment_only(rng, d, Q, path):
+    """``second=False`` (C1: m1 only, m2's work skipped): m1 against the numpy reference, m2 None;
+    on the template instances and on the generic path (Q = 3)."""
+    if path == "kernel" and not build.available():
+        pytest.skip("C++ kernels not built on this machine")
+    t, pd, p = _case(rng, d, Q)
+    rt = ref_tasks(t)
+    m1, m2 = PATHS[path](jnp.asarray(p.U), jnp.asarray(p.v), pd.zT, pd.zq, LS, second=False)
+    assert m2 is None
+    for k, L in enumerate(LS):
+        tree_allclose(m1[k], ref.softmax_moments(rt.Z(L), rt.Zq, p.U, p.v)[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
 def test_prefix_short_prefix_far_below_global_max(rng, path):
     """Tokens after the first 20 scaled by 400: their scores exceed the first 20's by thousands, so
     exp(s - global max) is 0 on the short prefixes; each prefix is normalised by its own maximum and

@@ -33,10 +33,10 @@ def check_lengths(Ls, l_max: int) -> tuple[int, ...]:
     return out
 
 
-def softmax_moments_prefix_xla(U, v, zT, zq, Ls):
+def softmax_moments_prefix_xla(U, v, zT, zq, Ls, second: bool = True):
     """Pure-XLA ``(E_p[z], E_p[(v.z) z])`` over the first ``L_k`` tokens for every ``L_k`` in
     ``Ls``; zT (n, D, l_max), zq (n, Q, D) -> two (n_L, n, Q, D) arrays (segment recursion with
-    online-softmax rescaling)."""
+    online-softmax rescaling); ``second=False``: ``(m1, None)``."""
     Ls = check_lengths(Ls, zT.shape[-1])
     a = zq @ U.T                                               # (n, Q, D)
     out1, out2 = [], []
@@ -48,7 +48,7 @@ def softmax_moments_prefix_xla(U, v, zT, zq, Ls):
         ex = jnp.exp(s - Mn[..., None])
         vz = jnp.einsum("j,njl->nl", v, z)
         seg = (jnp.sum(ex, axis=-1), jnp.einsum("nql,njl->nqj", ex, z),
-               jnp.einsum("nql,njl->nqj", ex * vz[:, None, :], z))
+               jnp.einsum("nql,njl->nqj", ex * vz[:, None, :], z) if second else 0.0)
         if M is None:
             R0, R1, R2 = seg
         else:
@@ -57,19 +57,22 @@ def softmax_moments_prefix_xla(U, v, zT, zq, Ls):
         out1.append(R1 / R0[..., None])
         out2.append(R2 / R0[..., None])
         b, M = e, Mn
-    return jnp.stack(out1), jnp.stack(out2)
+    return jnp.stack(out1), (jnp.stack(out2) if second else None)
 
 
-def softmax_moments_prefix(U, v, zT, zq, Ls):
-    """``(E_p[z], E_p[(v.z) z])`` per length of ``Ls``, task and query; (n_L, n, Q, D) each.  Bad
-    ``Ls`` (empty, not strictly increasing, outside ``[1, l_max]``) raise the same ValueError on
-    both paths (the C++ kernel also refuses them when it runs)."""
+def softmax_moments_prefix(U, v, zT, zq, Ls, second: bool = True):
+    """``(E_p[z], E_p[(v.z) z])`` per length of ``Ls``, task and query; (n_L, n, Q, D) each
+    (``second=False``: ``(m1, None)``, m2's work skipped).  Bad ``Ls`` (empty, not strictly
+    increasing, outside ``[1, l_max]``) raise the same ValueError on both paths (the C++ kernel
+    also refuses them when it runs)."""
     Ls = check_lengths(Ls, zT.shape[-1])
     if use_kernels():
         n, Q, D = zq.shape
         out = jax.ShapeDtypeStruct((len(Ls), n, Q, D), jnp.float64)
-        call = jax.ffi.ffi_call(TARGETS["softmax_moments_prefix"][0], (out, out), vmap_method="sequential")
-        return call(jnp.asarray(U, jnp.float64), jnp.asarray(v, jnp.float64),
-                    jnp.asarray(zT, jnp.float64), jnp.asarray(zq, jnp.float64),
-                    jnp.asarray(np.asarray(Ls, np.int64)))
-    return softmax_moments_prefix_xla(U, v, zT, zq, Ls)
+        out2 = out if second else jax.ShapeDtypeStruct((0,), jnp.float64)  # empty: m1 only
+        call = jax.ffi.ffi_call(TARGETS["softmax_moments_prefix"][0], (out, out2), vmap_method="sequential")
+        m1, m2 = call(jnp.asarray(U, jnp.float64), jnp.asarray(v, jnp.float64),
+                      jnp.asarray(zT, jnp.float64), jnp.asarray(zq, jnp.float64),
+                      jnp.asarray(np.asarray(Ls, np.int64)))
+        return m1, (m2 if second else None)
+    return softmax_moments_prefix_xla(U, v, zT, zq, Ls, second)

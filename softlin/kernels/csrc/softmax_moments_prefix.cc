@@ -10,7 +10,8 @@
 // weights exp(s_l - M) added (pass 2): the usual online softmax, so a short prefix whose maximum
 // lies far below the whole prompt's is normalised by its own maximum (nothing underflows).
 // Inputs: U (D, D), v (D), zT (n, D, l_max) tokens stored transposed, zq (n, Q, D), Ls (n_L)
-// int64.  Outputs: m1, m2 (n_L, n, Q, D).  Tasks are split over OpenMP threads with a static
+// int64.  Outputs: m1, m2 (n_L, n, Q, D); m2 may be declared empty (shape (0,)): then only m1 is
+// computed (C1's outputs need no m2).  Tasks are split over OpenMP threads with a static
 // schedule and every sum runs in a fixed order, so results are bitwise reproducible for a given
 // build.  Sizes without a template instance (D outside 3..6 or Q not 1, 2, 4) run moments.h's
 // generic_task once per length (same results up to rounding, sum_k L_k tokens read).
@@ -23,8 +24,9 @@ namespace {
 
 using softlin::InlineExp;
 
-// One task, every length: see the header comment.  D, Q template parameters; W lanes.
-template <int D, int Q, int W = 8>
+// One task, every length: see the header comment.  D, Q template parameters; M2: whether m2 is
+// wanted (C1 reads only m1: its D accumulators of m2 per query are skipped); W lanes.
+template <int D, int Q, bool M2, int W = 8>
 void prefix_task(const double* U, const double* v, const double* z, const double* zq,
                  const int64_t* Ls, int64_t nL, int64_t S, int64_t out_stride, double* s,
                  double* r1, double* r2) {
@@ -95,7 +97,7 @@ void prefix_task(const double* U, const double* v, const double* z, const double
 #pragma GCC unroll 16
         for (int j = 0; j < D; ++j) {
           A1[q][j] += ex * zj[j];
-          A2[q][j] += ev * zj[j];
+          if (M2) A2[q][j] += ev * zj[j];
         }
       }
     }
@@ -106,7 +108,7 @@ void prefix_task(const double* U, const double* v, const double* z, const double
         s0 += A0[q][kk];
         for (int j = 0; j < D; ++j) {
           m1[j] += A1[q][j][kk];
-          m2[j] += A2[q][j][kk];
+          if (M2) m2[j] += A2[q][j][kk];
         }
       }
       for (int64_t l = lw; l < len; ++l) {
@@ -116,7 +118,7 @@ void prefix_task(const double* U, const double* v, const double* z, const double
         s0 += ex;
         for (int j = 0; j < D; ++j) {
           m1[j] += ex * zs[j * S + l];
-          m2[j] += ex * vz * zs[j * S + l];
+          if (M2) m2[j] += ex * vz * zs[j * S + l];
         }
       }
       R0[q] = k == 0 ? s0 : c[q] * R0[q] + s0;
@@ -128,7 +130,7 @@ void prefix_task(const double* U, const double* v, const double* z, const double
       const double inv = 1.0 / R0[q];
       for (int j = 0; j < D; ++j) {
         r1[k * out_stride + q * D + j] = R1[q][j] * inv;
-        r2[k * out_stride + q * D + j] = R2[q][j] * inv;
+        if (M2) r2[k * out_stride + q * D + j] = R2[q][j] * inv;
       }
     }
     b = e;
@@ -138,22 +140,23 @@ void prefix_task(const double* U, const double* v, const double* z, const double
 using PrefixFn = void (*)(const double*, const double*, const double*, const double*,
                           const int64_t*, int64_t, int64_t, int64_t, double*, double*, double*);
 
-template <int D>
+template <int D, bool M2>
 PrefixFn pick_q(int64_t Q) {
   switch (Q) {
-    case 1: return prefix_task<D, 1>;
-    case 2: return prefix_task<D, 2>;
-    case 4: return prefix_task<D, 4>;
+    case 1: return prefix_task<D, 1, M2>;
+    case 2: return prefix_task<D, 2, M2>;
+    case 4: return prefix_task<D, 4, M2>;
     default: return nullptr;
   }
 }
 
+template <bool M2>
 PrefixFn pick(int64_t D, int64_t Q) {
   switch (D) {
-    case 3: return pick_q<3>(Q);
-    case 4: return pick_q<4>(Q);
-    case 5: return pick_q<5>(Q);
-    case 6: return pick_q<6>(Q);
+    case 3: return pick_q<3, M2>(Q);
+    case 4: return pick_q<4, M2>(Q);
+    case 5: return pick_q<5, M2>(Q);
+    case 6: return pick_q<6, M2>(Q);
     default: return nullptr;
   }
 }
@@ -201,8 +204,15 @@ static ffi::Error SoftmaxMomentsPrefixImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<
   const double* qp = zq.typed_data();
   double* o1 = m1->typed_data();
   double* o2 = m2->typed_data();
-  const PrefixFn fn = pick(D, Q);
+  // an empty m2 output: only m1 is wanted (C1)
+  const bool with_m2 = m2->dimensions().size() == 4;
+  if (!with_m2 && !(m2->dimensions().size() == 1 && m2->dimensions()[0] == 0)) {
+    return ffi::Error::InvalidArgument("softmax_moments_prefix: m2 must be (n_L, n, Q, D) or empty");
+  }
+  const PrefixFn fn = with_m2 ? pick<true>(D, Q) : pick<false>(D, Q);
   const int64_t stride = n * Q * D;
+  std::vector<double> sink(with_m2 ? 0 : (fn ? 0 : n * Q * D * nL));  // generic path's unwanted m2
+  double* o2w = with_m2 ? o2 : sink.data();
 
 #pragma omp parallel
   {
@@ -212,11 +222,11 @@ static ffi::Error SoftmaxMomentsPrefixImpl(ffi::Buffer<ffi::F64> U, ffi::Buffer<
       const double* z = zp + t * D * S;
       const double* x = qp + t * Q * D;
       if (fn) {
-        fn(Up, vp, z, x, Ls, nL, S, stride, s.data(), o1 + t * Q * D, o2 + t * Q * D);
+        fn(Up, vp, z, x, Ls, nL, S, stride, s.data(), o1 + t * Q * D, o2w + t * Q * D);
       } else {
         for (int64_t k = 0; k < nL; ++k) {
           softlin::generic_task(Up, vp, z, x, D, Q, Ls[k], S, s.data(),
-                                o1 + k * stride + t * Q * D, o2 + k * stride + t * Q * D);
+                                o1 + k * stride + t * Q * D, o2w + k * stride + t * Q * D);
         }
       }
     }
