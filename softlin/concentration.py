@@ -14,8 +14,11 @@ Shared by claims C1 and C2:
 * the pooled statistics with block standard errors and the log-log slopes over the L range live
   in :mod:`softlin.metrics` (:func:`~softlin.metrics.rms_over_blocks`, ...).
 
-One compiled program serves every prompt length: the prompts are prepared once at ``l_max``
-(:func:`softlin.models.prompt_data`) and the length is data (:func:`softlin.models.with_length`).
+C1's and C2's measures (:func:`weighted_output_sq_gaps`, :func:`grad_gaps_per_query`) read every
+prompt length of the nested family in one pass per probe
+(:func:`softlin.kernels.softmax_prefix.softmax_moments_prefix`); :func:`grad_gaps` (C2's
+trajectory) keeps one compiled program for every length, the prompts prepared once at ``l_max``
+(:func:`softlin.models.prompt_data`) and the length as data (:func:`softlin.models.with_length`).
 """
 
 from __future__ import annotations
@@ -113,12 +116,24 @@ def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
 
 
 def prompt_tokens(tasks) -> jax.Array:
-    """``z_l = (x_l, y_l)`` transposed, written once into one array (C1/C2's measures: no
-    concatenated intermediate); equal to :func:`softlin.models.all_tokens`; (n, d+1, l_max)."""
-    n, l_max, d = tasks.x.shape
-    zT = np.empty((n, d + 1, l_max))
-    zT[:, :d] = tasks.x.transpose(0, 2, 1)
-    zT[:, d] = tasks.y
+    """``z_l = (x_l, y_l)`` transposed, written once into one 64-byte aligned array (C1/C2's
+    measures: no concatenated intermediate; antithetic partners ``(x, w)``, ``(x, -w)`` transposed
+    once, their labels negated); equal to :func:`softlin.models.all_tokens`; (n, d+1, l_max)."""
+    x, w = tasks.x, tasks.w
+    n, l_max, d = x.shape
+    size = n * (d + 1) * l_max
+    buf = np.empty(size + 8)
+    start = (-buf.ctypes.data % 64) // 8
+    zT = buf[start:start + size].reshape(n, d + 1, l_max)
+    h = n // 2
+    if n % 2 == 0 and np.array_equal(w[h:], -w[:h]) and np.array_equal(x[h:], x[:h]):
+        zT[:h, :d] = x[:h].transpose(0, 2, 1)
+        zT[h:, :d] = zT[:h, :d]
+        zT[:h, d] = np.einsum("tld,td->tl", x[:h], w[:h])
+        zT[h:, d] = -zT[:h, d]
+    else:
+        zT[:, :d] = x.transpose(0, 2, 1)
+        zT[:, d] = tasks.y
     return jnp.asarray(zT)
 
 

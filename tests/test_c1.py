@@ -221,6 +221,11 @@ def test_weighted_output_sq_gaps_vs_numpy_reference():
     d = 3
     tk = T.sample(17, d, sigma, 3, 4, 50)
     assert np.array_equal(np.asarray(conc.prompt_tokens(tk)), models.all_tokens(tk))
+    one = T.Tasks(x=tk.x[:5], w=tk.w[:5], xq=tk.xq[:5], sigma=tk.sigma)   # no antithetic partners
+    assert np.array_equal(np.asarray(conc.prompt_tokens(one)), models.all_tokens(one))
+    for kind in ("gauss", "rademacher"):
+        big = T.sample(3, d, np.eye(d), 8, 2, 4099, kind)
+        assert np.array_equal(np.asarray(conc.prompt_tokens(big)), models.all_tokens(big))
     star = population.bayes_optimum(sigma)
     probes = [dict(U=(0.9 * star.U).tolist(), v=star.v.tolist()), dict(U=star.U.tolist(), v=star.v.tolist())]
     Ls = [1, 5, 8, 21, 50]
