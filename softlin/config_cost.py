@@ -24,7 +24,7 @@ TOKEN_S = 2.1e-9          # CPU seconds per softmax-moment token evaluation (C1-
 # x 65536 tokens), and 0.05 s (C1) or 0.01 s (C2) to draw the block
 C12_TOKEN_S = 4e-9        # CPU seconds per token x query x task x probe of a measure job
 C12_TASK_TOKEN_S = 4e-8   # CPU seconds per token x task of a block: its draw and its token array
-SLURM_MARGIN = 5.0        # a measure job's SLURM runtime: this times the estimate (+ 2 min to start)
+SLURM_MARGIN = 5.0        # a measure job's SLURM runtime: this times its claim's estimate (+ 2 min)
 TASK_STEP_S = 1e-7        # C4: one task's linear(inf) gradient step (no prompt)
 BASE_MB = 1500            # a job's Python, JAX and Snakemake
 
@@ -80,9 +80,15 @@ def measure_seconds(sec: dict, n_probes: int) -> float:
 
 
 def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
-    """Minutes a c1_measure / c2_measure job may take (its SLURM runtime): SLURM_MARGIN x
-    :func:`measure_seconds` + 2 (start, imports, compilation)."""
-    return 2 + math.ceil(SLURM_MARGIN * measure_seconds(cfg[claim], measure_jobs(cfg, claim)[setting]) / 60)
+    """Minutes a c1_measure / c2_measure job may take (its SLURM runtime): SLURM_MARGIN x the
+    :func:`measure_seconds` of every measure job of ``claim`` + 2 (start, imports, compilation).
+    The whole claim's, not the job's: the SLURM profile groups them (``c1_probe``, ``c2_probe``)
+    into one allocation that runs them one after the other but may be sized as if side by side
+    (docs/cluster.md); ``setting`` must name one of them."""
+    jobs = measure_jobs(cfg, claim)
+    if setting not in jobs:
+        raise ValueError(f"{claim} has no measure job {setting!r}: {sorted(jobs)}")
+    return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
 
 
 def estimates(cfg: dict) -> dict:

@@ -54,7 +54,7 @@ rule c1_measure:
         ),
     threads: 1
     resources:
-        # minutes: 5x the cost model's CPU seconds + 2 (softlin/config_cost.py, bench/bench_c1c2_prefix.py)
+        # minutes: 5x the CPU seconds of the claim's measure jobs (grouped on SLURM) + 2 (softlin/config_cost.py)
         runtime=lambda w: config_cost.measure_runtime_min(config, "c1", w.setting),
         mem_mb=lambda w: 800 + int(C1["n_pairs"] * 2 ** C1["log2_L_max"] * C1["n_query"] * 8 * 12 / 1e6),
     group:
