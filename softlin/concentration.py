@@ -14,17 +14,23 @@ Shared by claims C1 and C2:
 * the pooled statistics with block standard errors and the log-log slopes over the L range live
   in :mod:`softlin.metrics` (:func:`~softlin.metrics.rms_over_blocks`, ...).
 
-One compiled program serves every prompt length: the prompts are prepared once at ``l_max``
-(:func:`softlin.models.prompt_data`) and the length is data (:func:`softlin.models.with_length`).
+C1's and C2's measures (:func:`weighted_output_sq_gaps`, :func:`grad_gaps_per_query`) read every
+prompt length of the nested family in one pass per probe
+(:func:`softlin.kernels.softmax_prefix.softmax_moments_prefix`); :func:`grad_gaps` (C2's
+trajectory) keeps one compiled program for every length, the prompts prepared once at ``l_max``
+(:func:`softlin.models.prompt_data`) and the length as data (:func:`softlin.models.with_length`).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from . import importance, models, params, population
 from ._jax import jax, jnp
 from .kernels.softmax_moments import softmax_moments
+from .kernels.softmax_prefix import softmax_moments_prefix
 from .params import Params
 from .tasks import check_sigma, sample
 
@@ -109,6 +115,35 @@ def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
     return _softmax_out(p.U, p.v, data.zT, data.zq, data.L)
 
 
+def prompt_tokens(tasks) -> jax.Array:
+    """``z_l = (x_l, y_l)`` transposed, written once into one 64-byte aligned array (C1/C2's
+    measures: no concatenated intermediate; antithetic partners ``(x, w)``, ``(x, -w)`` transposed
+    once, their labels negated); equal to :func:`softlin.models.all_tokens`; (n, d+1, l_max)."""
+    x, w = tasks.x, tasks.w
+    n, l_max, d = x.shape
+    size = n * (d + 1) * l_max
+    buf = np.empty(size + 8)
+    start = (-buf.ctypes.data % 64) // 8
+    zT = buf[start:start + size].reshape(n, d + 1, l_max)
+    h = n // 2
+    if n % 2 == 0 and np.array_equal(w[h:], -w[:h]) and np.array_equal(x[h:], x[:h]):
+        zT[:h, :d] = x[:h].transpose(0, 2, 1)
+        zT[h:, :d] = zT[:h, :d]
+        zT[:h, d] = np.einsum("tld,td->tl", x[:h], w[:h])
+        zT[h:, d] = -zT[:h, d]
+    else:
+        zT[:, :d] = x.transpose(0, 2, 1)
+        zT[:, d] = tasks.y
+    return jnp.asarray(zT)
+
+
+@functools.partial(jax.jit, static_argnames="Ls")
+def _output_sq_gap_terms(U, v, zT, zq, f_inf, w, Ls):
+    """``w (f_softmax(L) - f_inf)^2`` at every L of ``Ls`` in one pass over the prompts
+    (:func:`softlin.kernels.softmax_prefix.softmax_moments_prefix`); (n_L, n, Q)."""
+    return w * (softmax_moments_prefix(U, v, zT, zq, Ls, second=False)[0] @ v - f_inf) ** 2
+
+
 def output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None) -> np.ndarray:
     """Mean over tasks and queries of ``(f_softmax(L) - f_linear(inf))^2``; (n_probes, n_L)
     (:func:`weighted_output_sq_gaps`'s first value)."""
@@ -120,22 +155,23 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
     :func:`softlin.importance.tilted_queries` and the mean over tasks and queries of
     ``weight (f_softmax(L) - f_linear(inf))^2``, unbiased for the mean squared gap; (n_probes, n_L).
     Second value (n_probes, 2, 3): :func:`softlin.importance.sums` of the independent queries'
-    weighted terms at ``L_max`` and of their weights (effective sample sizes)."""
+    weighted terms at ``L_max`` and of their weights (effective sample sizes).  One kernel call
+    per probe covers every L (``Ls`` increasing)."""
     tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
-    data = models.prompt_data(tasks, max(Ls))
+    Ls = tuple(int(L) for L in Ls)
+    zT, zq = prompt_tokens(tasks), models.query_tokens(tasks)
     d = tasks.d
     out = np.empty((len(probes), len(Ls)))
     diag = np.empty((len(probes), 2, 3))
     for i, pr in enumerate(probes):
         p = probe_params(pr)
         tk, log_w = importance.tilted_queries(tasks, np.asarray(pr["U"])[:d, :d], float(tilts[i]))
-        w = jnp.asarray(np.exp(log_w))
+        w = np.exp(log_w)
         f_inf = _limit_out(p, models.model_data("limit", tk))
-        dq = data._replace(zq=models.query_tokens(tk)) if tilts[i] else data
-        for j, L in enumerate(Ls):
-            terms = w * (softmax_output(p, models.with_length(dq, L)) - f_inf) ** 2
-            out[i, j] = float(jnp.mean(terms))
-        diag[i] = [importance.sums(importance.unit_terms(terms)), importance.sums(importance.unit_terms(w))]
+        terms = np.asarray(_output_sq_gap_terms(p.U, p.v, zT, models.query_tokens(tk) if tilts[i] else zq,
+                                                f_inf, jnp.asarray(w), Ls))
+        out[i] = terms.mean(axis=(1, 2))
+        diag[i] = [importance.sums(importance.unit_terms(terms[-1])), importance.sums(importance.unit_terms(w))]
     return out, diag
 
 
@@ -154,11 +190,12 @@ def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
     return out
 
 
-@jax.jit
-def _per_query_grads(U, v, zT, zq, yq, L, G):
-    """Per (task, query) gradients of ``l = 1/2 (f - y_q)^2`` for softmax(L) and linear(inf):
-    ``(gU_L, gv_L, gU_inf, gv_inf)``, shapes (n, Q, D, D) and (n, Q, D)."""
-    m1, m2 = softmax_moments(U, v, zT, zq, L)
+@functools.partial(jax.jit, static_argnames="Ls")
+def _per_query_grad_gaps(U, v, zT, zq, yq, G, Ls):
+    """Per (length, task, query) gradient gaps of ``l = 1/2 (f - y_q)^2``, softmax(L) minus
+    linear(inf), at every L of ``Ls`` in one pass over the prompts: ``(dU, dv)``, shapes
+    (n_L, n, Q, D, D) and (n_L, n, Q, D)."""
+    m1, m2 = softmax_moments_prefix(U, v, zT, zq, Ls)        # (n_L, n, Q, D)
     f = m1 @ v
     r = f - yq
     gv_L = r[..., None] * m1                                   # dl/dv = r m1
@@ -169,7 +206,17 @@ def _per_query_grads(U, v, zT, zq, yq, L, G):
     gv_inf = r_inf[..., None] * Ga                             # dl/dv = r Gamma_w U z_q
     Gv = jnp.einsum("nji,j->ni", G, v)                         # Gamma_w^T v
     gU_inf = (r_inf[..., None] * Gv[:, None, :])[..., :, None] * zq[..., None, :]
-    return gU_L, gv_L, gU_inf, gv_inf
+    return gU_L - gU_inf, gv_L - gv_inf
+
+
+def _pair_mean(x) -> np.ndarray:
+    """Mean over tasks (axis 1, antithetic partners added first as :func:`softlin.models.pair_sum`)
+    and queries (axis 2); (n_L, n, Q, ...) -> (n_L, ...)."""
+    n, Q = x.shape[1:3]
+    s = x.sum(axis=2)
+    if n % 2 == 0:
+        s = s[:, : n // 2] + s[:, n // 2:]
+    return s.sum(axis=1) / (n * Q)
 
 
 def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: bool = False):
@@ -188,9 +235,9 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: 
     independent queries' weighted U and v terms at ``L_max`` and of their weights.
     """
     tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
-    data = models.prompt_data(tasks, max(Ls))
+    Ls = tuple(int(L) for L in Ls)
+    zT, zq, yq = prompt_tokens(tasks), models.query_tokens(tasks), jnp.asarray(tasks.yq)
     D = tasks.d + 1
-    n, Q = np.asarray(tasks.yq).shape
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))
     diff = np.empty((len(plist), len(Ls), D * D + D))
@@ -200,20 +247,15 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: 
         tk, log_w = importance.tilted_queries(tasks, np.asarray(p.U)[: D - 1, : D - 1], float(tilts[i]))
         w = np.exp(log_w)
         lim = models.model_data("limit", tk)
-        dq = data._replace(zq=models.query_tokens(tk), yq=jnp.asarray(tk.yq)) if tilts[i] else data
-        for j, L in enumerate(Ls):
-            gU_L, gv_L, gU_inf, gv_inf = _per_query_grads(U, v, dq.zT, dq.zq, dq.yq,
-                                                          jnp.asarray(int(L), dtype=jnp.int64), lim.G)
-            dU = np.asarray(gU_L - gU_inf)
-            dv = np.asarray(gv_L - gv_inf)
-            tU = w * np.sum(dU ** 2, axis=(-2, -1))
-            tv = w * np.sum(dv ** 2, axis=-1)
-            msq_U[i, j] = float(np.mean(tU))
-            msq_v[i, j] = float(np.mean(tv))
-            if tilts[i]:
-                dU, dv = dU * w[..., None, None], dv * w[..., None]
-            mU = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dU), axis=1))) / (n * Q)
-            mv = np.asarray(models.pair_sum(jnp.sum(jnp.asarray(dv), axis=1))) / (n * Q)
-            diff[i, j] = params.flatten(Params(mU, mv))
-        terms[i] = [importance.sums(importance.unit_terms(x)) for x in (tU, tv, w)]
+        zq_i, yq_i = (models.query_tokens(tk), jnp.asarray(tk.yq)) if tilts[i] else (zq, yq)
+        dU, dv = (np.asarray(x) for x in _per_query_grad_gaps(U, v, zT, zq_i, yq_i, lim.G, Ls))
+        tU = w * np.sum(dU ** 2, axis=(-2, -1))                # (n_L, n, Q)
+        tv = w * np.sum(dv ** 2, axis=-1)
+        msq_U[i] = tU.mean(axis=(1, 2))
+        msq_v[i] = tv.mean(axis=(1, 2))
+        if tilts[i]:
+            dU, dv = dU * w[..., None, None], dv * w[..., None]
+        mU, mv = _pair_mean(dU), _pair_mean(dv)
+        diff[i] = params.flatten(Params(mU, mv))
+        terms[i] = [importance.sums(importance.unit_terms(x)) for x in (tU[-1], tv[-1], w)]
     return (msq_U, msq_v, diff, terms) if with_terms else (msq_U, msq_v, diff)

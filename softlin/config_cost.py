@@ -6,16 +6,25 @@ exceeds ``max_cpu_hours``, stops the dry run with one line that prints the estim
 ``allow_large: true``.  The estimates are rough (a factor of ~3 either way): they count the
 softmax-moment evaluations (token x query x task x probe or step) at the C++ kernel's measured
 2.1e-9 s each (docs/performance.md: 1.65 ms per C3 step of 96 tasks x 2 queries x 4096 tokens),
-C5's steps at :func:`c5_step_seconds` (bench/bench_c5.py), and memory as the arrays a job holds.
-They are meant to tell seconds from months and megabytes from terabytes, not to schedule.
+C1's and C2's measure jobs at :func:`measure_seconds` (bench/bench_c1c2_prefix.py), C5's steps at
+:func:`c5_step_seconds` (bench/bench_c5.py), and memory as the arrays a job holds.  They are meant
+to tell seconds from months and megabytes from terabytes, not to schedule; the SLURM runtime of
+C1's and C2's measure jobs (:func:`measure_runtime_min`) is the same model with a margin.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 TOKEN_S = 2.1e-9          # CPU seconds per softmax-moment token evaluation (C1-C3, C5's test set)
-GRAD_FACTOR = 10.0        # C2's per-query gradient against C1's output (the (d+1)^2 block)
+# C1/C2's measure (prefix kernel, one pass over L_max per probe), fitted to bench/bench_c1c2_prefix.py
+# on the 2-core machine under load ~3 (docs/performance.md): per block 0.19 s at C1's 6 probes,
+# 0.43 s at its 13-probe exponent sweep, 0.10-0.15 s at C2's 13 probes (32 and 8 tasks x 4 queries
+# x 65536 tokens), and 0.05 s (C1) or 0.01 s (C2) to draw the block
+C12_TOKEN_S = 4e-9        # CPU seconds per token x query x task x probe of a measure job
+C12_TASK_TOKEN_S = 4e-8   # CPU seconds per token x task of a block: its draw and its token array
+SLURM_MARGIN = 5.0        # a measure job's SLURM runtime: this times its claim's estimate (+ 2 min)
 TASK_STEP_S = 1e-7        # C4: one task's linear(inf) gradient step (no prompt)
 BASE_MB = 1500            # a job's Python, JAX and Snakemake
 
@@ -49,6 +58,39 @@ def _n_probes(c1: dict, st: dict) -> int:
     return int(on["eq9"]) + int(on["star"]) + len(on["scaled_lambda"])
 
 
+def measure_jobs(cfg: dict, claim: str) -> dict:
+    """``{setting: probes}`` of the measure jobs of ``claim`` ("c1": every setting and the exponent
+    sweep ``exponent`` when it has lambdas; "c2": every C1 setting with C2's sweep where it runs)."""
+    c1 = cfg["c1"]
+    if claim == "c1":
+        out = {name: _n_probes(c1, st) for name, st in c1["settings"].items()}
+        if (c1.get("exponent") or {}).get("lambda"):
+            out["exponent"] = len(c1["exponent"]["lambda"])
+        return out
+    sweep = cfg["c2"]["sweep"]
+    return {name: _n_probes(c1, st) + (len(sweep["lambda"]) if name in sweep["settings"] else 0)
+            for name, st in c1["settings"].items()}
+
+
+def measure_seconds(sec: dict, n_probes: int) -> float:
+    """Predicted CPU seconds of one C1/C2 measure job of ``n_probes`` probes on one thread, from its
+    section ``sec`` (c1 or c2): blocks x tasks x L_max x (draw + queries x probes x kernel)."""
+    work = sec["n_blocks"] * 2 * sec["n_pairs"] * max(_pow2(sec))
+    return work * (C12_TASK_TOKEN_S + C12_TOKEN_S * sec["n_query"] * n_probes)
+
+
+def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
+    """Minutes a c1_measure / c2_measure job may take (its SLURM runtime): SLURM_MARGIN x the
+    :func:`measure_seconds` of every measure job of ``claim`` + 2 (start, imports, compilation).
+    The whole claim's, not the job's: the SLURM profile groups them (``c1_probe``, ``c2_probe``)
+    into one allocation that runs them one after the other but may be sized as if side by side
+    (docs/cluster.md); ``setting`` must name one of them."""
+    jobs = measure_jobs(cfg, claim)
+    if setting not in jobs:
+        raise ValueError(f"{claim} has no measure job {setting!r}: {sorted(jobs)}")
+    return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
+
+
 def estimates(cfg: dict) -> dict:
     """``{claim: (cpu_seconds, largest job's MB)}`` for every claim section of ``cfg``."""
     out = {}
@@ -56,15 +98,13 @@ def estimates(cfg: dict) -> dict:
     if c1 is not None:
         L, tasks = max(_pow2(c1)), 2 * c1["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
-        per = [c1["n_blocks"] * tasks * c1["n_query"] * L * _n_probes(c1, st) for st in c1["settings"].values()]
-        out["c1"] = (TOKEN_S * sum(per), BASE_MB + 8 * tasks * L * (d + 1 + 2 * c1["n_query"]) * 4 / 1e6)
+        cpu = sum(measure_seconds(c1, n) for n in measure_jobs(cfg, "c1").values())
+        out["c1"] = (cpu, BASE_MB + 8 * tasks * L * (d + 1 + 2 * c1["n_query"]) * 4 / 1e6)
     if c2 is not None and c1 is not None:
         L, tasks = max(_pow2(c2)), 2 * c2["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
-        n = sum(_n_probes(c1, st) + (len(c2["sweep"]["lambda"]) if name in c2["sweep"]["settings"] else 0)
-                for name, st in c1["settings"].items())
-        work = c2["n_blocks"] * tasks * c2["n_query"] * L * n * GRAD_FACTOR
-        out["c2"] = (TOKEN_S * work, BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6)
+        cpu = sum(measure_seconds(c2, n) for n in measure_jobs(cfg, "c2").values())
+        out["c2"] = (cpu, BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6)
     if c3 is not None:
         runs = sum(st["n_seed"] for st in c3["settings"].values())
         twins = 2 if c3["offblock_seed_order"] else 1

@@ -208,3 +208,37 @@ def test_every_c1_criterion_reads_a_value_with_its_se():
     assert set(m["summary"][c1.EXPONENT]["above_low_se"]) == {"lam0.2", "lam0.8", "lam1.2"}
     for c in cfg["criteria"] + cfg["consistency_checks"]:
         assert verdict.evaluate(c, m, 2.0)["status"] in verdict.STATUSES
+
+
+def test_weighted_output_sq_gaps_vs_numpy_reference():
+    """C1's measure (one prefix-kernel call per probe for every L) against the numpy reference's
+    outputs at each L separately: plain queries and S5's tilted queries with their weights; the
+    diagnostics at L_max; the tokens it builds equal models.all_tokens bit for bit."""
+    from softlin import importance
+    from softlin import numpy_reference as ref
+
+    sigma = np.diag([2.0, 1.0, 0.5])
+    d = 3
+    tk = T.sample(17, d, sigma, 3, 4, 50)
+    assert np.array_equal(np.asarray(conc.prompt_tokens(tk)), models.all_tokens(tk))
+    one = T.Tasks(x=tk.x[:5], w=tk.w[:5], xq=tk.xq[:5], sigma=tk.sigma)   # no antithetic partners
+    assert np.array_equal(np.asarray(conc.prompt_tokens(one)), models.all_tokens(one))
+    for kind in ("gauss", "rademacher"):
+        big = T.sample(3, d, np.eye(d), 8, 2, 4099, kind)
+        assert np.array_equal(np.asarray(conc.prompt_tokens(big)), models.all_tokens(big))
+    star = population.bayes_optimum(sigma)
+    probes = [dict(U=(0.9 * star.U).tolist(), v=star.v.tolist()), dict(U=star.U.tolist(), v=star.v.tolist())]
+    Ls = [1, 5, 8, 21, 50]
+    tilts = [0.0, 0.3]
+    msq, diag = conc.weighted_output_sq_gaps(probes, tk, Ls, tilts)
+    for i, pr in enumerate(probes):
+        U, v = np.asarray(pr["U"]), np.asarray(pr["v"])
+        tq, log_w = importance.tilted_queries(tk, U[:d, :d], tilts[i])
+        rt = ref.ICLTasks.from_arrays(tq.x, tq.w, tq.xq, tq.sigma)
+        f_inf = ref.predict_linear(rt, U, v, rt.Gamma)
+        w = np.exp(log_w)
+        for j, L in enumerate(Ls):
+            terms = w * (ref.predict_softmax(rt, U, v, L) - f_inf) ** 2
+            assert msq[i, j] == pytest.approx(terms.mean(), rel=1e-11)
+        assert diag[i, 0] == pytest.approx(importance.sums(importance.unit_terms(terms)), rel=1e-11)
+        assert diag[i, 1] == pytest.approx(importance.sums(importance.unit_terms(w)), rel=1e-12)

@@ -157,15 +157,43 @@ def test_size_guard_prints_the_estimate_and_yields_to_allow_large():
     assert cfg["allow_large"] is True
     msg = refused({"c1": {"n_blocks": 10 ** 9}}, preset="default")
     assert "years of CPU time" in msg, msg
-    # an independent count of C1's work: blocks x tasks x queries x L_max x probes, at 2.1e-9 s each
+    # an independent count of C1's work (the settings' probes and the exponent sweep's): blocks x tasks
+    # x L_max x (4e-8 s per token drawn + 4e-9 s per token x query x probe), bench/bench_c1c2_prefix.py
     cfg, _ = load(preset="default")
     c1 = cfg["c1"]
     probes = sum(2 + len((st.get("probes") or {}).get("scaled_lambda", c1["probes"]["scaled_lambda"]))
                  for st in c1["settings"].values())
-    work = c1["n_blocks"] * 2 * c1["n_pairs"] * c1["n_query"] * 2 ** c1["log2_L_max"] * probes
-    assert config_cost.estimates(cfg)["c1"][0] == pytest.approx(2.1e-9 * work, rel=1e-12)
+    jobs = len(c1["settings"]) + 1
+    probes += len(c1["exponent"]["lambda"])
+    tokens = c1["n_blocks"] * 2 * c1["n_pairs"] * 2 ** c1["log2_L_max"]
+    want = tokens * (4e-8 * jobs + 4e-9 * c1["n_query"] * probes)
+    assert config_cost.estimates(cfg)["c1"][0] == pytest.approx(want, rel=1e-12)
     with pytest.raises(ValueError, match="this machine has 1 GB"):
         config_cost.check(cfg, total_mb=1000.0)
+
+
+def test_c1_c2_measure_runtime_is_a_sane_upper_bound():
+    """The SLURM runtime of c1_measure / c2_measure (minutes) covers the whole claim's measure jobs
+    (grouped into one allocation that runs them in sequence) with a margin and stays minutes, not
+    hours: measured on the 2-core machine (bench/bench_c1c2_prefix.py, docs/performance.md), a C1
+    block of all five jobs took at most 1.5 s (draws included) and a C2 block of its four 0.5 s,
+    so C1's jobs need at most ~36 s at 24 blocks and ~200 s at 132, C2's ~16 s; C1 at 132 blocks
+    (config/c1_confirm.yaml) passes the size guard, a months-long C1 does not."""
+    cfg, _ = load(preset="default")
+    for claim, measured_s in (("c1", 24 * 1.5), ("c2", 32 * 0.5)):
+        for setting in config_cost.measure_jobs(cfg, claim):
+            minutes = config_cost.measure_runtime_min(cfg, claim, setting)
+            assert measured_s / 60 < minutes - 2 and minutes <= 10, (claim, setting, minutes)
+    assert set(config_cost.measure_jobs(cfg, "c1")) == set(cfg["c1"]["settings"]) | {"exponent"}
+    with pytest.raises(ValueError, match="no measure job"):
+        config_cost.measure_runtime_min(cfg, "c2", "exponent")
+    confirm = yaml.safe_load((ROOT / "config" / "c1_confirm.yaml").read_text())
+    cfg132, _ = load(confirm, preset="default")
+    assert cfg132["c1"]["n_blocks"] == 132
+    assert 2 * 132 * 1.5 / 60 < config_cost.measure_runtime_min(cfg132, "c1", "exponent") - 2 <= 30
+    assert config_cost.estimates(cfg132)["c1"][0] < 3600
+    msg = refused({"c1": {"n_blocks": 10 ** 6}}, preset="default")
+    assert "days of CPU time" in msg or "years of CPU time" in msg, msg
 
 
 def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():

@@ -26,10 +26,11 @@ from .._jax import jax
 from ..io import exclusive
 
 _CSRC = Path(__file__).with_name("csrc")
-SOURCES = ("softmax_moments.cc", "online_batch.cc")  # one shared library, every target
+SOURCES = ("softmax_moments.cc", "softmax_moments_prefix.cc", "online_batch.cc")  # one shared library, every target
 _HEADERS = ("moments.h",)
 # FFI targets of the library: (registered name, exported handler symbol)
 TARGETS = {"softmax_moments": ("softlin_softmax_moments", "SoftmaxMoments"),
+           "softmax_moments_prefix": ("softlin_softmax_moments_prefix", "SoftmaxMomentsPrefix"),
            "online_sample": ("softlin_online_sample", "OnlineSample"),
            "online_step": ("softlin_online_step", "OnlineStep")}
 _BUILD_TIMEOUT_S = 600

@@ -1,5 +1,7 @@
 # C1 - output concentration (Lemma 2.1, Prop 3.1): probes -> measure (one job per setting, every
 # probe and L in it) -> metrics -> figure -> verdict.
+from softlin import config_cost
+
 C1 = config["c1"]
 C1_SETTINGS = list(C1["settings"])
 # the gaps measured: every setting, and the exponent sweep (issue 31) when it has lambdas
@@ -52,8 +54,8 @@ rule c1_measure:
         ),
     threads: 1
     resources:
-        # measured: about 1 s per block of 32 tasks x 4 queries at l_max = 65536 (6 probes, 14 L)
-        runtime=lambda w: 2 + int(C1["n_blocks"] * C1["n_pairs"] * 2 ** C1["log2_L_max"] * 2e-6),
+        # minutes: 5x the CPU seconds of the claim's measure jobs (grouped on SLURM) + 2 (softlin/config_cost.py)
+        runtime=lambda w: config_cost.measure_runtime_min(config, "c1", w.setting),
         mem_mb=lambda w: 800 + int(C1["n_pairs"] * 2 ** C1["log2_L_max"] * C1["n_query"] * 8 * 12 / 1e6),
     group:
         "c1_probe"

@@ -1,5 +1,7 @@
 # C2 - gradient concentration (Prop 3.4) at the C1 probes and a threshold sweep (one job per C1
 # setting), and along C3's linear(inf) trajectory -> metrics -> figures -> verdict.
+from softlin import config_cost
+
 C2 = config["c2"]
 C2_SETTINGS = list(config["c1"]["settings"])
 C2_L = pow2_range(C2)
@@ -27,8 +29,8 @@ rule c2_measure:
         ),
     threads: 1
     resources:
-        # measured: about 10 s for 32 blocks of 8 tasks x 4 queries, 13 probes, l_max = 65536
-        runtime=lambda w: 2 + int(C2["n_blocks"] * C2["n_pairs"] * 2 ** C2["log2_L_max"] * 4e-6),
+        # minutes: 5x the CPU seconds of the claim's measure jobs (grouped on SLURM) + 2 (softlin/config_cost.py)
+        runtime=lambda w: config_cost.measure_runtime_min(config, "c2", w.setting),
         mem_mb=lambda w: 800 + int(C2["n_pairs"] * 2 ** C2["log2_L_max"] * C2["n_query"] * 8 * 12 / 1e6),
     group:
         "c2_probe"
