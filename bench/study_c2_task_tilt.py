@@ -124,17 +124,28 @@ def block_pair(st, pr, t, Ls, b: int, seed: int, n_pairs: int, n_query: int, tau
     return mp, mt, sp, stt
 
 
+def flag_rate(M, size: int = 128) -> tuple[float, int]:
+    """Over disjoint runs of ``size`` blocks (C2's default ``n_blocks``): the fraction whose largest block holds
+    more than ``max(SHARE_MAX, 2 / size)`` of the mean square at L_max (C2's lower-bound flag,
+    :data:`softlin.importance.SHARE_MAX`), and the number of runs."""
+    bound = max(importance.SHARE_MAX, 2 / size)
+    runs = M[: M.shape[0] // size * size, -1].reshape(-1, size)
+    return float(np.mean(runs.max(axis=1) / runs.sum(axis=1) > bound)), runs.shape[0]
+
+
 def table_row(which: str, name: str, Ls, M, S, groups: int, beta: float) -> str:
     """One markdown row: slope (jackknife), slope + beta, largest block's share and Kish's ESS at L_max,
-    s.d. of the group slopes, their median jackknife s.e., ``sum z^2`` and the blocks for a slope s.e. of 0.05."""
+    s.d. of the group slopes, their median jackknife s.e., ``sum z^2``, the blocks for a slope s.e. of 0.05
+    and :func:`flag_rate`."""
     n = M.shape[0]
+    fr, nr = flag_rate(M)
     sl = slope_se(Ls, M)
     gs = np.array([slope_se(Ls, g) for g in np.array_split(M, groups)])
     sd = float(gs[:, 0].std(ddof=1))
     chi2 = float(np.sum(((gs[:, 0] - sl[0]) / gs[:, 1]) ** 2))
     return (f"| {which} | {name} | {sl[0]:+.3f} +/- {sl[1]:.3f} | {sl[0] + beta:+.3f} | {M[:, -1].max() / M[:, -1].sum():.2f} "
             f"| {S[:, 0].sum() ** 2 / S[:, 1].sum():.1f} | {sd:.3f} | {np.median(gs[:, 1]):.3f} | {chi2:.0f} "
-            f"| {n / groups * (sd / 0.05) ** 2:.0f} |")
+            f"| {n / groups * (sd / 0.05) ** 2:.0f} | {fr * nr:.0f} of {nr} |")
 
 
 def compare(Ls, d: dict, groups: int, beta: float) -> None:
@@ -160,7 +171,7 @@ def main() -> None:
     ap.add_argument("--save", help="write the per-block mean squares to this .npz (keys <probe>/<what>)")
     ap.add_argument("--load", help="report from a --save file instead of computing")
     args = ap.parse_args()
-    if args.blocks < 2 * args.groups or args.groups < 2:
+    if args.groups < 2 or (not args.load and args.blocks < 2 * args.groups):
         ap.error("need --groups >= 2 and at least two blocks per group")
     Ls = [2 ** j for j in range(3, args.log2_L + 1)]
     saved = dict(np.load(args.load)) if args.load else {}
