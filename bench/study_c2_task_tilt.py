@@ -21,8 +21,8 @@ share and Kish's ESS at L_max, U slopes over disjoint groups of blocks.  Results
 docs/c1c2_uncertainty.md, "Issue 31: importance sampling the task vector (a study)".
 
     PYTHONPATH=$PWD nice -n 10 python bench/study_c2_task_tilt.py isotropic/star anisotropic/star \
-        isotropic/star_x0.589 nondiagonal/star_x0.695 --blocks 256 --groups 8 --seed 930001 --save /tmp/t.npz
-    PYTHONPATH=$PWD python bench/study_c2_task_tilt.py <probes> --groups 8 --load /tmp/t.npz
+        isotropic/star_x0.589 nondiagonal/star_x0.695 --blocks 2048 --groups 64 --seed 930001 --save /tmp/t.npz
+    PYTHONPATH=$PWD python bench/study_c2_task_tilt.py <probes> --groups 128 --load /tmp/both.npz  # two seeds
 """
 
 from __future__ import annotations
