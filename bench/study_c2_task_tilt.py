@@ -130,6 +130,8 @@ def flag_rate(M, size: int = 128) -> tuple[float, int]:
     :data:`softlin.importance.SHARE_MAX`), and the number of runs."""
     bound = max(importance.SHARE_MAX, 2 / size)
     runs = M[: M.shape[0] // size * size, -1].reshape(-1, size)
+    if not runs.size:
+        return 0.0, 0
     return float(np.mean(runs.max(axis=1) / runs.sum(axis=1) > bound)), runs.shape[0]
 
 
