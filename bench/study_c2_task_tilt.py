@@ -44,6 +44,7 @@ from study_c2_token_strata import report, slope_se  # noqa: E402
 
 from softlin import concentration as conc  # noqa: E402
 from softlin import importance, models  # noqa: E402
+from softlin._jax import jnp  # noqa: E402
 from softlin.tasks import Tasks, sample, sqrtm_sym  # noqa: E402
 
 GROWTH = 6  # the per-query squared U gap grows as |w|^GROWTH at large |w| (third pass)
@@ -95,7 +96,7 @@ def weighted_u_gaps(pr: dict, tasks, Ls, t: float, task_log_w) -> tuple[np.ndarr
     tk, log_wq = importance.tilted_queries(tasks, np.asarray(p.U)[: D - 1, : D - 1], float(t))
     wt = np.exp(log_wq + np.asarray(task_log_w)[:, None])      # (n, Q)
     lim = models.model_data("limit", tk)
-    dU, _ = conc._per_query_grad_gaps(p.U, p.v, conc.prompt_tokens(tasks), models.query_tokens(tk),
+    dU, _ = conc._per_query_grad_gaps(p.U, p.v, jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tk),
                                       np.asarray(tk.yq), lim.G, tuple(int(L) for L in Ls))
     tU = wt * np.sum(np.asarray(dU) ** 2, axis=(-2, -1))       # (n_L, n, Q)
     return tU.mean(axis=(1, 2)), importance.sums(importance.unit_terms(tU[-1]))

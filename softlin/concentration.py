@@ -115,28 +115,6 @@ def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
     return _softmax_out(p.U, p.v, data.zT, data.zq, data.L)
 
 
-def prompt_tokens(tasks) -> jax.Array:
-    """``z_l = (x_l, y_l)`` transposed, written once into one 64-byte aligned array (C1/C2's
-    measures: no concatenated intermediate; antithetic partners ``(x, w)``, ``(x, -w)`` transposed
-    once, their labels negated); equal to :func:`softlin.models.all_tokens`; (n, d+1, l_max)."""
-    x, w = tasks.x, tasks.w
-    n, l_max, d = x.shape
-    size = n * (d + 1) * l_max
-    buf = np.empty(size + 8)
-    start = (-buf.ctypes.data % 64) // 8
-    zT = buf[start:start + size].reshape(n, d + 1, l_max)
-    h = n // 2
-    if n % 2 == 0 and np.array_equal(w[h:], -w[:h]) and np.array_equal(x[h:], x[:h]):
-        zT[:h, :d] = x[:h].transpose(0, 2, 1)
-        zT[h:, :d] = zT[:h, :d]
-        zT[:h, d] = np.einsum("tld,td->tl", x[:h], w[:h])
-        zT[h:, d] = -zT[:h, d]
-    else:
-        zT[:, :d] = x.transpose(0, 2, 1)
-        zT[:, d] = tasks.y
-    return jnp.asarray(zT)
-
-
 @functools.partial(jax.jit, static_argnames="Ls")
 def _output_sq_gap_terms(U, v, zT, zq, f_inf, w, Ls):
     """``w (f_softmax(L) - f_inf)^2`` at every L of ``Ls`` in one pass over the prompts
@@ -159,7 +137,7 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
     per probe covers every L (``Ls`` increasing)."""
     tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
-    zT, zq = prompt_tokens(tasks), models.query_tokens(tasks)
+    zT, zq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks)
     d = tasks.d
     out = np.empty((len(probes), len(Ls)))
     diag = np.empty((len(probes), 2, 3))
@@ -236,7 +214,7 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: 
     """
     tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
-    zT, zq, yq = prompt_tokens(tasks), models.query_tokens(tasks), jnp.asarray(tasks.yq)
+    zT, zq, yq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
     D = tasks.d + 1
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))

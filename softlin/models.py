@@ -74,9 +74,25 @@ def _check_L(tasks: Tasks, L) -> int:
 
 
 def all_tokens(tasks: Tasks) -> np.ndarray:
-    """Every prompt token ``z_l = (x_l, y_l)``, transposed; (n_tasks, d+1, l_max) numpy."""
-    zT = np.concatenate([tasks.x, tasks.y[..., None]], axis=-1).transpose(0, 2, 1)
-    return np.ascontiguousarray(zT)
+    """Every prompt token ``z_l = (x_l, y_l)``, transposed; (n_tasks, d+1, l_max) numpy, written once
+    into a 64-byte aligned buffer (no concatenated intermediate); antithetic partners ``(x, w)``,
+    ``(x, -w)`` transposed once and their labels negated (the same bits as the plain formula)."""
+    x, w = tasks.x, tasks.w
+    n, l_max, d = x.shape
+    size = n * (d + 1) * l_max
+    buf = np.empty(size + 8)
+    start = (-buf.ctypes.data % 64) // 8
+    zT = buf[start:start + size].reshape(n, d + 1, l_max)
+    h = n // 2
+    if n % 2 == 0 and np.array_equal(w[h:], -w[:h]) and np.array_equal(x[h:], x[:h]):
+        zT[:h, :d] = x[:h].transpose(0, 2, 1)
+        zT[h:, :d] = zT[:h, :d]
+        zT[:h, d] = np.einsum("tld,td->tl", x[:h], w[:h])
+        zT[h:, d] = -zT[:h, d]
+    else:
+        zT[:, :d] = x.transpose(0, 2, 1)
+        zT[:, d] = tasks.y
+    return zT
 
 
 def prompt_data(tasks: Tasks, L: int) -> PromptData:

@@ -213,19 +213,23 @@ def test_every_c1_criterion_reads_a_value_with_its_se():
 def test_weighted_output_sq_gaps_vs_numpy_reference():
     """C1's measure (one prefix-kernel call per probe for every L) against the numpy reference's
     outputs at each L separately: plain queries and S5's tilted queries with their weights; the
-    diagnostics at L_max; the tokens it builds equal models.all_tokens bit for bit."""
+    diagnostics at L_max; the tokens it reads (models.all_tokens, antithetic partners written once) equal
+    the plain formula ``concat(x, y)`` transposed bit for bit."""
     from softlin import importance
     from softlin import numpy_reference as ref
 
     sigma = np.diag([2.0, 1.0, 0.5])
     d = 3
     tk = T.sample(17, d, sigma, 3, 4, 50)
-    assert np.array_equal(np.asarray(conc.prompt_tokens(tk)), models.all_tokens(tk))
+    def plain(t):
+        return np.concatenate([t.x, t.y[..., None]], axis=-1).transpose(0, 2, 1)
+
+    assert np.array_equal(models.all_tokens(tk), plain(tk))
     one = T.Tasks(x=tk.x[:5], w=tk.w[:5], xq=tk.xq[:5], sigma=tk.sigma)   # no antithetic partners
-    assert np.array_equal(np.asarray(conc.prompt_tokens(one)), models.all_tokens(one))
+    assert np.array_equal(models.all_tokens(one), plain(one))
     for kind in ("gauss", "rademacher"):
         big = T.sample(3, d, np.eye(d), 8, 2, 4099, kind)
-        assert np.array_equal(np.asarray(conc.prompt_tokens(big)), models.all_tokens(big))
+        assert np.array_equal(models.all_tokens(big), plain(big))
     star = population.bayes_optimum(sigma)
     probes = [dict(U=(0.9 * star.U).tolist(), v=star.v.tolist()), dict(U=star.U.tolist(), v=star.v.tolist())]
     Ls = [1, 5, 8, 21, 50]
