@@ -19,7 +19,7 @@ import numpy as np
 
 from .tasks import Tasks, check_sigma, sqrtm_sym
 
-ESTIMATORS = ("blocks", "importance")
+ESTIMATORS = ("blocks", "importance", "task_integral")  # task_integral: C2 only (softlin.task_integral)
 # a block holding more than this share of the mean square at L_max: its s.e. is a lower bound. Set to 0.5
 # after issue 31's default runs (was 0.25): with the plain estimator shares 0.5-0.77 came with disjoint
 # groups of blocks 4-10 s.e. apart; with importance sampling shares up to 0.37 came with groups agreeing
@@ -41,7 +41,8 @@ def eigenvalues_M(A, sigma) -> np.ndarray:
 
 
 def probe_tilt(probe: dict, sigma, token_kind: str, L_max: int, estimator: str) -> float:
-    """The tilt ``t`` of a probe: S5's rule for ``importance`` with Gaussian tokens, else 0 (plain)."""
+    """The tilt ``t`` of a probe: S5's rule for ``importance`` and ``task_integral`` with Gaussian
+    tokens, else 0 (plain queries)."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
     if estimator == "blocks" or token_kind != "gauss":

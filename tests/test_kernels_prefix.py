@@ -22,7 +22,7 @@ from softlin.kernels.softmax_prefix import softmax_moments_prefix, softmax_momen
 
 from helpers import ROOT, random_params, ref_tasks, spd, tree_allclose
 
-TEMPLATE_CASES = [(D - 1, Q) for D in (3, 4, 5, 6) for Q in (1, 2, 4)]
+TEMPLATE_CASES = [(D - 1, Q) for D in (3, 4, 5, 6, 9) for Q in (1, 2, 4)]  # 9: C2's task-integral tokens
 GENERIC_CASES = [(3, 3), (7, 1)]
 LS = (1, 2, 7, 8, 13, 16, 24, 37)  # 1, segments shorter than a vector, tails modulo 8, l_max = 37
 PATHS = {"kernel": softmax_moments_prefix, "xla": softmax_moments_prefix_xla}

@@ -21,6 +21,7 @@ from .. import concentration as conc
 from .. import importance, metrics, train
 from ..params import Params, split_flat
 from ..records import Spec
+from ..task_integral import grad_gaps_task_integral
 from ..tasks import Tasks, check_sigma
 from ..train import Trajectory
 from . import curves
@@ -114,11 +115,12 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
     plist = [conc.probe_params(p) for p in probes]
     tilts = np.array([importance.probe_tilt(p, setting["sigma"], setting["token_kind"], max(Ls), estimator)
                       for p in probes])
+    gaps = grad_gaps_task_integral if estimator == "task_integral" else conc.grad_gaps_per_query
     msq_U, msq_v, diffs, diag = [], [], [], []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
         # computed, not dispatched: the progress line after this block reports work done
-        mu, mv, df, dg = (np.asarray(x) for x in conc.grad_gaps_per_query(plist, tasks, Ls, tilts, with_terms=True))
+        mu, mv, df, dg = (np.asarray(x) for x in gaps(plist, tasks, Ls, tilts, with_terms=True))
         msq_U.append(mu)
         msq_v.append(mv)
         diffs.append(df)
@@ -129,7 +131,7 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
 
 
 def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: int, msq=None,
-              z: float = 2.0, tilt=None, diag=None):
+              z: float = 2.0, tilt=None, diag=None, estimator: str | None = None):
     """Rows per (probe, L), fits per probe and part, and the sweep's shallowing per part.
 
     ``gap_U`` / ``gap_v``: the per-query L2 gradient gap ``sqrt(mean ||grad l_L - grad l_inf||^2)``
@@ -142,7 +144,8 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
     standard error over the task blocks (:mod:`.curves`); ``n_increases`` counts the rises larger
     than ``z`` standard errors.  ``shallowing`` (per part): slope at the sweep's largest lambda minus
     slope at its smallest, jackknifed jointly.  Per probe and part the estimator's diagnostics
-    (:func:`curves.estimator_diagnostics`) from the record's ``tilt`` and ``diag``.
+    (:func:`curves.estimator_diagnostics`) from the record's ``tilt`` and ``diag``, under the name
+    ``estimator`` where given (``task_integral``).
     """
     d = len(setting["sigma"])
     diff = np.asarray(diff)
@@ -184,7 +187,7 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
         for j, k in enumerate(PARTS):
             dg = None if diag is None else np.asarray(diag)[:, i][:, [j, 2]]
             dgn = curves.estimator_diagnostics(np.asarray(msq[k])[:, i, -1],
-                                               0.0 if tilt is None else float(tilt[i]), dg, heavy)
+                                               0.0 if tilt is None else float(tilt[i]), dg, heavy, estimator)
             f[k] = curves.fit(val[k], se[k], i, Ls, z, beta=pr["beta"], df=df, se_lower_bound=dgn["se_lower_bound"])
             f[k].update(dgn)
             f[f"pooled_{k}"] = curves.fit(*pooled_jk[k], i, Ls, z, beta=pr["beta"], df=df)
@@ -320,7 +323,7 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     rows, fits, shallow = [], {}, {}
     for name, (probes, g) in gaps.items():
         r, fi, shallow[name] = summarize(design[name], probes, g.diff, g.L, n_boot, seed, {"U": g.msq_U, "v": g.msq_v}, z,
-                                         g.tilt, g.diag)
+                                         g.tilt, g.diag, protocol.get("estimator"))
         rows += r
         fits.update(fi)
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}

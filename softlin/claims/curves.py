@@ -129,9 +129,11 @@ def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
         out[name + "_se_lower_bound"] = {k: bool(f.get(key + "_se_lower_bound", False)) for k, f in fits.items()}
 
 
-def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float) -> dict:
+def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float,
+                          name: str | None = None) -> dict:
     """Which estimator gave a probe's values and how far its standard errors can be trusted:
-    ``estimator`` (``importance`` at tilt > 0, else ``blocks``), ``tilt``; ``share_max``: the largest
+    ``estimator`` (``task_integral`` where ``name`` says so, else ``importance`` at tilt > 0, else
+    ``blocks``), ``tilt``; ``share_max``: the largest
     block's share of the mean square at L_max (block_msq_last (n_blocks,)); ``ess``: Kish's effective
     number of independent queries of the weighted terms at L_max over ``n_units`` (diag (n_blocks, k, 3):
     sums of each weighted term, the weights last); ``weight_ess``: that of the weights; ``df``:
@@ -140,7 +142,8 @@ def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float
     holding more than max(:data:`softlin.importance.SHARE_MAX`, 2 / n_blocks) of the mean square."""
     m = np.asarray(block_msq_last, float)
     share = importance.largest_share(m)
-    out = dict(estimator="importance" if tilt > 0 else "blocks", tilt=float(tilt), share_max=share,
+    label = "task_integral" if name == "task_integral" else "importance" if tilt > 0 else "blocks"
+    out = dict(estimator=label, tilt=float(tilt), share_max=share,
                df=int(m.shape[0]) - 1)
     if diag is not None:
         tot = np.asarray(diag, float).sum(axis=0)

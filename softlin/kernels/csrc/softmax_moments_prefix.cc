@@ -13,7 +13,7 @@
 // int64.  Outputs: m1, m2 (n_L, n, Q, D); m2 may be declared empty (shape (0,)): then only m1 is
 // computed (C1's outputs need no m2).  Tasks are split over OpenMP threads with a static
 // schedule and every sum runs in a fixed order, so results are bitwise reproducible for a given
-// build.  Sizes without a template instance (D outside 3..6 or Q not 1, 2, 4) run moments.h's
+// build.  Sizes without a template instance (D outside 3..6 and 9, or Q not 1, 2, 4) run moments.h's
 // generic_task once per length (same results up to rounding, sum_k L_k tokens read).
 #include "moments.h"
 #include "xla/ffi/api/ffi.h"
@@ -157,6 +157,7 @@ PrefixFn pick(int64_t D, int64_t Q) {
     case 4: return pick_q<4, M2>(Q);
     case 5: return pick_q<5, M2>(Q);
     case 6: return pick_q<6, M2>(Q);
+    case 9: return pick_q<9, M2>(Q);  // C2's task-integral tokens (x, x_i x_j) at d = 3
     default: return nullptr;
   }
 }
