@@ -64,11 +64,11 @@ def antithetic_half(tasks) -> int:
 
 
 def moment_tokens(x: np.ndarray) -> np.ndarray:
-    """Tokens ``(x, x_i x_j for i <= j)`` transposed for the prefix kernel; x (n, l, d) ->
-    (n, d + d(d+1)/2, l)."""
-    n, l, d = x.shape
+    """Tokens ``(x, x_i x_j for i <= j)`` transposed for the prefix kernel; x (n, l_max, d) ->
+    (n, d + d(d+1)/2, l_max)."""
+    n, l_max, d = x.shape
     iu, ju = np.triu_indices(d)
-    out = np.empty((n, d + len(iu), l))
+    out = np.empty((n, d + len(iu), l_max))
     xt = x.transpose(0, 2, 1)
     out[:, :d] = xt
     out[:, d:] = xt[:, iu] * xt[:, ju]
