@@ -124,3 +124,18 @@ def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,
         xq = (rng.integers(0, 2, size=(n_pairs, n_query, d)) * 2 - 1).astype(np.float64)
     return Tasks(x=np.concatenate([x, x]), w=np.concatenate([w, -w]),
                  xq=np.concatenate([xq, xq]), sigma=sigma, token_kind=token_kind, seed=int(seed))
+
+
+def redraw_prompts(tasks: Tasks, seed: int) -> Tasks:
+    """The same task vectors and queries with fresh prompt covariates from ``default_rng(seed)``, drawn
+    as :func:`sample` draws them (antithetic partners share them); (n_pairs, l_max, d) per half."""
+    n, l_max, d = tasks.x.shape
+    if n % 2 or not np.array_equal(tasks.w[n // 2:], -tasks.w[: n // 2]):
+        raise ValueError("redraw_prompts needs antithetic tasks (the second half the first with -w)")
+    rng = np.random.default_rng(seed)
+    if tasks.token_kind == "gauss":
+        x = rng.standard_normal((n // 2, l_max, d)) @ sqrtm_sym(tasks.sigma)
+    else:
+        x = (rng.integers(0, 2, size=(n // 2, l_max, d)) * 2 - 1).astype(np.float64)
+    return Tasks(x=np.concatenate([x, x]), w=tasks.w, xq=tasks.xq, sigma=tasks.sigma,
+                 token_kind=tasks.token_kind, seed=int(seed))

@@ -246,3 +246,46 @@ def test_c2_trajectory_record_reads_back_against_its_config_template(tmp_path):
     _same_leaves(back, want)
     with pytest.raises(RecordError, match=r"\.block_diff: shape \(2, 3, 2, 12\), the template expects \(3, 3, 2, 12\)"):
         records.load(tmp_path / "t.npz", c2.along_like({**cfg, "n_blocks": 3}))
+
+
+def test_c2_trajectory_prompt_draws(tmp_path):
+    """n_prompts = 2: the first draw's blocks are n_prompts = 1's bit for bit (C3's own prompts), the second
+    draw's are conc.grad_gaps on tasks with the same w and queries and the covariates of
+    tasks.redraw_prompts(seed + 1); the record reads back against along_like with n_prompts."""
+    from softlin import concentration as conc
+    from softlin.claims import c2, c3
+    from softlin.params import Params
+    from softlin.tasks import redraw_prompts, sample
+
+    tasks = sample(7, 2, np.eye(2), 4, 1, 16, "gauss")
+    cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "n_blocks": 2, "n_prompts": 2}
+    limit = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None).limit
+    one = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
+    two = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None, n_prompts=2, prompt_seed=40)
+    bd = np.asarray(two.block_diff)
+    assert bd.shape == (4, 3, 2, 12)
+    np.testing.assert_array_equal(bd[:2], np.asarray(one.block_diff))
+    fresh = redraw_prompts(tasks, 41)
+    assert np.array_equal(fresh.w, tasks.w) and np.array_equal(fresh.xq, tasks.xq)
+    assert not np.array_equal(fresh.x, tasks.x) and np.array_equal(fresh.x[:4], fresh.x[4:])
+    plist = [Params(limit.params.U[t], limit.params.v[t]) for t in range(3)]
+    first = c2.pair_blocks(fresh, 2)[0]
+    np.testing.assert_array_equal(bd[2], conc.grad_gaps(plist, first, cfg["L"]))
+    records.save(tmp_path / "t.npz", two)
+    assert records.load(tmp_path / "t.npz", c2.along_like(cfg)).block_diff.shape == (4, 3, 2, 12)
+
+
+@pytest.mark.parametrize("token_kind", ["gauss", "rademacher"])
+def test_redraw_prompts_law(token_kind):
+    """Fresh covariates have the sampling law: mean 0 and covariance Sigma within 5 standard errors over
+    2 x 20000 tokens (Gaussian: Sigma anisotropic; Rademacher: entries +-1)."""
+    from softlin.tasks import redraw_prompts, sample
+
+    sigma = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]]) if token_kind == "gauss" else np.eye(3)
+    x = redraw_prompts(sample(3, 3, sigma, 2, 1, 20000, token_kind), 99).x[:2].reshape(-1, 3)
+    if token_kind == "rademacher":
+        assert set(np.unique(x)) == {-1.0, 1.0}
+    n = x.shape[0]
+    se_cov = np.sqrt((np.outer(np.diag(sigma), np.diag(sigma)) + sigma ** 2) / n)
+    assert np.all(np.abs(x.mean(axis=0)) < 5 * np.sqrt(np.diag(sigma) / n))
+    assert np.all(np.abs(x.T @ x / n - sigma) < 5 * se_cov)

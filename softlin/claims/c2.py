@@ -22,7 +22,7 @@ from .. import importance, metrics, train
 from ..params import Params, split_flat
 from ..records import Spec
 from ..task_integral import grad_gaps_task_integral
-from ..tasks import Tasks, check_sigma
+from ..tasks import Tasks, check_sigma, redraw_prompts
 from ..train import Trajectory
 from . import curves
 
@@ -79,10 +79,12 @@ def gradient_gaps_like(d: int, n_blocks: int, n_probes: int, Ls) -> GradientGaps
 
 def along_like(cfg: dict) -> AlongTrajectory:
     """The template of :func:`along_trajectory`'s record from C3's ``d``, ``L``, ``steps``,
-    ``record_every`` (its trajectory's recorded iterates) and C2's trajectory ``n_blocks``."""
+    ``record_every`` (its trajectory's recorded iterates) and C2's trajectory ``n_blocks`` and
+    ``n_prompts`` (1 where absent)."""
     n_rec, n_L = train.trajectory_like(cfg["d"], cfg["steps"], cfg["record_every"]).step.shape[0], len(cfg["L"])
     f, i, g = Spec((n_L,), np.float64), Spec((n_L,), np.int64), Spec((n_rec, n_L), np.float64)
-    block_diff = Spec((int(cfg["n_blocks"]), n_rec, n_L, n_flat(int(cfg["d"]))), np.float64)
+    units = int(cfg["n_blocks"]) * int(cfg.get("n_prompts", 1))
+    block_diff = Spec((units, n_rec, n_L, n_flat(int(cfg["d"]))), np.float64)
     return AlongTrajectory(Spec((n_rec,), np.int64), i, block_diff, Spec((), np.int64), Parts(g, g, g),
                            Parts(f, f, f), Parts(i, i, i))
 
@@ -265,20 +267,27 @@ def pair_blocks(tasks, n_blocks: int) -> list:
     return out
 
 
-def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print) -> AlongTrajectory:
+def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print, n_prompts: int = 1,
+                     prompt_seed: int = 0) -> AlongTrajectory:
     """Gradient gaps (U, v, full) at every recorded iterate of the linear(inf) run ``limit``; max over steps.
 
-    Computed on ``n_blocks`` blocks of C3's training pairs (:func:`pair_blocks`): ``block_diff``
-    (n_blocks, n_rec, n_L, K), the gradient difference of each block; the gap of all tasks is the
-    norm of their mean.  linear(inf) never sees the prompt tokens (its risk reads w and the
-    queries), so given the trajectory the blocks' prompts are independent: the jackknife over the
-    blocks (:func:`trajectory_fit`) is the prompt-sampling error of the gaps along this trajectory."""
+    Computed on ``n_blocks`` blocks of C3's training pairs (:func:`pair_blocks`) for each of
+    ``n_prompts`` prompt draws: the first C3's own prompts, draw ``r >= 1`` fresh covariates for
+    every pair (:func:`softlin.tasks.redraw_prompts` with seed ``prompt_seed + r``; the same ``w``
+    and queries).  ``block_diff`` (n_prompts n_blocks, n_rec, n_L, K), the gradient difference of
+    each block and draw; the gap is the norm of their mean.  linear(inf) never sees the prompt tokens
+    (its risk reads w and the queries), so given the trajectory the units' prompts are independent:
+    the jackknife over them (:func:`trajectory_fit`) is the prompt-sampling error of the gaps along
+    this trajectory."""
     rec, step = limit.params, limit.step
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
     block_diff = []
-    for b, blk in enumerate(pair_blocks(tasks, n_blocks)):
-        block_diff.append(np.asarray(conc.grad_gaps(plist, blk, Ls)))  # (n_rec, n_L, K), computed
-        progress(f"block {b + 1}/{n_blocks}: {len(step)} recorded iterates x {len(Ls)} prompt lengths done")
+    for r in range(int(n_prompts)):
+        draw = tasks if r == 0 else redraw_prompts(tasks, int(prompt_seed) + r)
+        for b, blk in enumerate(pair_blocks(draw, n_blocks)):
+            block_diff.append(np.asarray(conc.grad_gaps(plist, blk, Ls)))  # (n_rec, n_L, K), computed
+            progress(f"prompt draw {r + 1}/{n_prompts}, block {b + 1}/{n_blocks}: {len(step)} recorded iterates x "
+                     f"{len(Ls)} prompt lengths done")
     block_diff = np.asarray(block_diff)
     diff = block_diff.mean(axis=0)
     dU, dv = split_flat(diff, tasks.d)
@@ -295,14 +304,15 @@ def _max_gaps(block_diff, d: int) -> dict:
             "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
 
 
-def trajectory_fit(along: AlongTrajectory, z: float = 2.0) -> dict:
+def trajectory_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> dict:
     """Slopes of the max-over-steps gaps (full L range: the seed's C2e; upper half), ratios and the
-    increases larger than ``z`` standard errors, jackknifed over the blocks of training pairs."""
+    increases larger than ``z`` standard errors, jackknifed over the blocks of training pairs and
+    prompt draws (``n_prompts`` of them: :func:`along_trajectory`)."""
     bd, Ls = np.asarray(along.block_diff), along.L
     K = bd.shape[-1]
     d = int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1   # K = (d+1)^2 + (d+1)
     val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
-    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs))
+    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs), n_prompts=int(n_prompts))
     for k in ("U", "v", "full"):
         out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
@@ -329,7 +339,7 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}
     traj, traj_rows = {}, []
     for name, along in trajectories.items():
-        traj[name] = trajectory_fit(along, z)
+        traj[name] = trajectory_fit(along, z, protocol.get("trajectory_n_prompts", 1))
         traj[name]["seed_log_slope"] = seed_log_slope
         for j, L in enumerate(along.L):
             traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(getattr(along.max_gap, k)[j])

@@ -58,6 +58,8 @@ rule c2_trajectory:
         **named(
             L=config["c3"]["L"],
             n_blocks=C2["trajectory"]["n_blocks"],
+            n_prompts=C2["trajectory"]["n_prompts"],
+            prompt_seed=C2["trajectory"]["prompt_seed"],
             c3_record=C3_RECORD,
         ),
     threads: 1
@@ -102,8 +104,9 @@ rule c2_metrics:
             z=config["decision"]["z"],
             L=C2_L,
             n_blocks=C2["n_blocks"],
-            traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"]),
-            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")},
+            traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"], n_prompts=C2["trajectory"]["n_prompts"]),
+            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")}
+            | {"trajectory_n_prompts": C2["trajectory"]["n_prompts"]},
         ),
     resources:
         runtime=2,

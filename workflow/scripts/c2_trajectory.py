@@ -11,7 +11,8 @@ from softlin.tasks import Tasks
 w = snakemake.wildcards
 log = Progress(snakemake.log[0], f"c2 trajectory {w.setting} seed {w.seed}")
 traj = records.load(snakemake.input.traj, c3.runs_like(snakemake.params.c3_record))
-out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), snakemake.params.L,
-                         snakemake.params.n_blocks, progress=log)
+p = snakemake.params
+out = c2.along_trajectory(traj.limit, Tasks.load(snakemake.input.tasks), p.L, p.n_blocks, progress=log,
+                         n_prompts=p.n_prompts, prompt_seed=p.prompt_seed)
 records.save(snakemake.output[0], out)
 log("saved")

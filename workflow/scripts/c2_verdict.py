@@ -12,21 +12,22 @@ title = f"gradient concentration and its stability along training (preset {p.pre
 
 
 def units(path: str):
-    """The independent replicates behind a metric: C3's antithetic training pairs along the
-    trajectory (prompts independent given the trajectory; jackknifed in blocks of pairs), C2's
-    task blocks elsewhere."""
+    """The independent replicates behind a metric: prompts of C3's antithetic training pairs along the
+    trajectory (C3's own and fresh draws, independent given the trajectory; jackknifed in blocks of
+    pairs), C2's task blocks elsewhere."""
     if path.startswith("trajectory."):
-        name = path.split(".")[1]
-        return metrics["trajectory"][name]["n_pairs"], "C3 training pairs"
+        t = metrics["trajectory"][path.split(".")[1]]
+        return t["n_pairs"] * t.get("n_prompts", 1), "prompts of C3's training pairs"
     return metrics["protocol"]["n_blocks"], "task blocks"
 
 
 TRAJ_NOTE = (
     "\nAlong C3's linear(inf) trajectory (C2e) the standard errors come from a jackknife over blocks of "
-    "C3's antithetic training pairs: linear(inf) reads only w and the queries, so given the trajectory "
-    "the prompts of the blocks are independent, and the error is that of the prompt sampling along this "
-    "one trajectory (C3's first seed). The trajectory's own variation with the training tasks would "
-    "need C3's other seeds (their linear(inf) runs).\n")
+    "C3's antithetic training pairs, each block once with C3's own prompts and once per fresh prompt draw "
+    "(`c2.trajectory.n_prompts`; the same w and queries, new covariates): linear(inf) reads only w and the "
+    "queries, so given the trajectory the prompts of the blocks are independent, and the error is that of "
+    "the prompt sampling along this one trajectory (C3's first seed). The trajectory's own variation with "
+    "the training tasks would need C3's other seeds (their linear(inf) runs).\n")
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
