@@ -90,7 +90,11 @@ def norm_over_blocks(vecs, n_boot: int = 400, seed: int = 0) -> tuple[np.ndarray
         raise ValueError("norm_over_blocks needs at least 2 independent blocks")
     val = np.linalg.norm(vecs.mean(axis=0), axis=-1)
     idx = np.random.default_rng(seed).integers(0, B, size=(n_boot, B))
-    boot = np.linalg.norm(vecs[idx].mean(axis=1), axis=-1)
+    # each resample's mean as its block counts times the blocks (one product, no (n_boot, B, ...) copy)
+    counts = np.zeros((n_boot, B))
+    np.add.at(counts, (np.repeat(np.arange(n_boot), B), idx.ravel()), 1.0)
+    means = (counts @ vecs.reshape(B, -1) / B).reshape((n_boot,) + vecs.shape[1:])
+    boot = np.linalg.norm(means, axis=-1)
     return val, boot.std(axis=0, ddof=1)
 
 

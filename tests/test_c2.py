@@ -151,3 +151,22 @@ def test_pair_blocks_partition_the_pairs_and_average_to_the_pooled_gap():
     np.testing.assert_allclose(mean, conc.grad_gaps(plist, tk, Ls), rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="divide"):
         c2.pair_blocks(tk, 4)
+
+
+@pytest.mark.parametrize("n", [3, 7])
+def test_jackknife_shape_of_mean_equals_the_generic_path(rng, n):
+    """curves.jackknife_shape_of_mean (delete-one and delete-two means) against curves.jackknife_shape with
+    reduce = of_mean(blocks.mean(0)) (np.delete replicates): every value and s.e., last_over_se included,
+    to 1e-12, for the pooled norm (L on axis -2) and the RMS (L last)."""
+    from softlin.claims import curves
+
+    Ls = [4, 8, 16, 32, 64]
+    vecs = rng.normal(size=(n, 2, len(Ls), 5)) + 1.0
+    cases = [(vecs, lambda m: np.linalg.norm(m, axis=-1), -2), (np.sum(vecs ** 2, axis=-1), np.sqrt, -1)]
+    for x, of_mean, axis in cases:
+        fast = curves.jackknife_shape_of_mean(Ls, x, of_mean, l_axis=axis)
+        slow = curves.jackknife_shape(Ls, x, lambda b: of_mean(np.mean(b, axis=0)))
+        assert set(fast[0]) == set(slow[0]) and ("last_over_se" in fast[0]) == (n >= 3)
+        for k in slow[0]:
+            for a, b in ((fast[0][k], slow[0][k]), (fast[1][k], slow[1][k])):
+                np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-12, atol=1e-13)

@@ -166,9 +166,9 @@ def summarize(setting: dict, probes: list[dict], diff, Ls, n_boot: int, seed: in
         return out
 
     val, se = metrics.jackknife(stat, tuple(np.asarray(msq[k]) for k in PARTS))
-    pooled_jk = {k: curves.jackknife_shape(Ls, x, lambda b: np.linalg.norm(b.mean(axis=0), axis=-1))
+    pooled_jk = {k: curves.jackknife_shape_of_mean(Ls, x, lambda m: np.linalg.norm(m, axis=-1), l_axis=-2)
                  for k, x in parts.items()}
-    blockrms_jk = {k: curves.jackknife_shape(Ls, np.sum(x ** 2, axis=-1), curves.rms) for k, x in parts.items()}
+    blockrms_jk = {k: curves.jackknife_shape_of_mean(Ls, np.sum(x ** 2, axis=-1), np.sqrt) for k, x in parts.items()}
     pooled = {k: metrics.norm_over_blocks(x, n_boot, seed) for k, x in parts.items()}
     rows, fits = [], {}
     for i, pr in enumerate(probes):

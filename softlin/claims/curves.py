@@ -59,6 +59,39 @@ def jackknife_shape(Ls, blocks, reduce):
     return metrics.jackknife(stat, blocks)
 
 
+def jackknife_shape_of_mean(Ls, blocks, of_mean, l_axis: int = -1):
+    """:func:`jackknife_shape` of ``reduce(b) = of_mean(b.mean(axis=0))`` in O(n) evaluations of
+    ``of_mean`` (the generic path costs O(n^2) for its inner ``last_over_se`` jackknife, each over the
+    blocks): delete-one means ``(S - x_i) / (n - 1)`` and delete-two means ``(S - x_i - x_j) / (n - 2)``
+    at the last L only (``l_axis``: the L axis of ``blocks``).  ``of_mean`` maps a mean (or a stack of
+    means on a leading axis) to curves with L last.  The same values as the generic path up to rounding."""
+    x = np.asarray(blocks, dtype=np.float64)
+    n = x.shape[0]
+    S = x.sum(axis=0)
+    xl = np.take(x, [-1], axis=l_axis % x.ndim)                 # the blocks at the last L
+    Sl = xl.sum(axis=0)
+
+    def inner_se(total_last, rows) -> np.ndarray:
+        m = len(rows)
+        v = np.asarray(of_mean((total_last[None] - xl[rows]) / (m - 1)))[..., -1]
+        return np.sqrt((m - 1) / m * np.sum((v - v.mean(axis=0)) ** 2, axis=0))
+
+    def stat(mean, total_last, rows) -> dict:
+        out = shape(Ls, of_mean(mean))
+        if n >= 3:
+            out["last_over_se"] = np.asarray(out["last"]) / np.maximum(inner_se(total_last, rows), 1e-300)
+        return out
+
+    idx = np.arange(n)
+    full = metrics._tree_map(metrics._to_py, stat(S / n, Sl, idx))
+    reps = [stat((S - x[i]) / (n - 1), Sl - xl[i], np.delete(idx, i)) for i in range(n)]
+
+    def se(*leaves):
+        r = np.stack([np.asarray(v, dtype=np.float64) for v in leaves])
+        return metrics._to_py(np.sqrt((n - 1) / n * np.sum((r - r.mean(axis=0)) ** 2, axis=0)))
+    return full, metrics._tree_map(se, *reps)
+
+
 def rms(msq):
     """RMS over blocks of per-block mean squares (equal block sizes): ``sqrt(mean_b msq_b)``."""
     return np.sqrt(np.mean(msq, axis=0))

@@ -1,0 +1,96 @@
+"""C2 on disjoint groups of task blocks of one run: each group an independent run of the group's size
+(issue 31; not a test, not used by the workflow).
+
+Reads a finished C2 run's records (``results/c2/gaps/*.npz`` at ``--n-blocks`` blocks, its C1 probes and
+its trajectories), splits the task blocks into consecutive groups of ``--group`` blocks (block ``b`` of
+any run with the same seed is the same block, so group 1 is the run at ``--group`` blocks), and for each
+group recomputes C2's metrics (``c2.summarize_all``) and evaluates C2's criteria of the config with
+their decision rule.  Prints each criterion's status per group, and per pair of groups the RMS and
+largest ``|z|`` of ``(v1 - v2) / sqrt(se1^2 + se2^2)`` over every entry the criteria read (as
+``softlin.calibration`` does across task seeds); the trajectory (C2e) is the same in every group.
+
+    PYTHONPATH=$PWD python bench/c2_block_groups.py --results /path/to/run/results --n-blocks 1024 --group 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from softlin import calibration, records, verdict  # noqa: E402
+from softlin.claims import c2  # noqa: E402
+from softlin.io import load_json  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", required=True, help="the run's results/ folder")
+    ap.add_argument("--n-blocks", type=int, required=True, help="the run's c2.n_blocks")
+    ap.add_argument("--group", type=int, required=True, help="blocks per group")
+    ap.add_argument("--why", action="store_true", help="print each group's undecided entries")
+    ap.add_argument("--traj-results", help="results/ folder of the trajectories (default: --results)")
+    args = ap.parse_args()
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    c2c, c3c = cfg["c2"], cfg["c3"]
+    res = Path(args.results)
+    design = load_json(res / "c1" / "probes.json")
+    Ls = [2 ** j for j in range(c2c["log2_L_min"], c2c["log2_L_max"] + 1)]
+    recs = {}
+    for name in cfg["c1"]["settings"]:
+        sweep = c2c["sweep"]["lambda"] if name in c2c["sweep"]["settings"] else []
+        probes = c2.probes_of(design[name], sweep)
+        like = c2.gradient_gaps_like(len(design[name]["sigma"]), args.n_blocks, len(probes), Ls)
+        recs[name] = (probes, records.load(res / "c2" / "gaps" / f"{name}.npz", like))
+    traj_cfg = dict({k: c3c[k] for k in ("d", "L", "steps", "record_every")},
+                    n_blocks=c2c["trajectory"]["n_blocks"], n_prompts=c2c["trajectory"]["n_prompts"])
+    tres = Path(args.traj_results or args.results)
+    trajs = {s: records.load(tres / "c2" / "trajectory" / f"{s}_s{c3c['seed0']}.npz", c2.along_like(traj_cfg))
+             for s in c2c["trajectory"]["settings"]}
+    protocol = dict({k: c2c[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_pairs", "n_query", "estimator")},
+                    n_blocks=args.group, trajectory_n_prompts=c2c["trajectory"]["n_prompts"])
+    z = cfg["decision"]["z"]
+    groups = []
+    for g in range(args.n_blocks // args.group):
+        sl = slice(g * args.group, (g + 1) * args.group)
+        gaps = {n: (pr, c2.GradientGaps(r.msq_U[sl], r.msq_v[sl], r.diff[sl], r.L, r.tilt, r.diag[sl]))
+                for n, (pr, r) in recs.items()}
+        m = c2.summarize_all(design, gaps, trajs, c2c["sweep"]["settings"], c2c["n_boot"], c2c["seed"],
+                             c2c["trajectory"]["seed_log_slope"], protocol, z=z, progress=lambda s: None)["metrics"]
+        ev = [verdict.evaluate(c, m, z) for c in c2c["criteria"]]
+        groups.append(calibration.entries_from_verdicts(ev))
+        if args.why:
+            for v in ev:
+                for t in v["tests"]:
+                    if t["outcome"] not in ("holds", "fails"):
+                        b = t.get("decided_by") or {}
+                        print(f"  {v['id']} {t['measured']}[{b.get('label')}] = {b.get('value')} +/- {b.get('se')} "
+                              f"{t['op']} {t['threshold']}: {t['outcome']} ({b.get('reason')})")
+        print(f"group {g + 1} (blocks {sl.start + 1}-{sl.stop}) done", flush=True)
+    ids = [c["id"] for c in c2c["criteria"]]
+    print("\n| criterion | " + " | ".join(f"blocks {g * args.group + 1}-{(g + 1) * args.group}"
+                                          for g in range(len(groups))) + " |")
+    print("|---" * (len(groups) + 1) + "|")
+    for cid in ids:
+        print(f"| {cid} | " + " | ".join(st[cid] for _, st in groups) + " |")
+    print("\n| groups | entries | RMS of z | largest abs z (entry) |\n|---|---|---|---|")
+    for (i, (a, _)), (j, (b, _)) in itertools.combinations(enumerate(groups), 2):
+        rows = [r for r in calibration.compare(a, b) if not r["id"].startswith("C2e")]
+        s = calibration.summarize(rows)
+        w = s["worst"]
+        print(f"| {i + 1} vs {j + 1} | {s['n']} | {s['rms']:.2f} | {s['max_abs']:.2f} "
+              f"({w['id']} {w['measured']}[{w['label']}]) |")
+    allz = [r["z"] for (a, _), (b, _) in itertools.combinations(groups, 2)
+            for r in calibration.compare(a, b) if not r["id"].startswith("C2e") and np.isfinite(r["z"])]
+    print(f"\nall pairs: {len(allz)} z, RMS {np.sqrt(np.mean(np.square(allz))):.2f}")
+
+
+if __name__ == "__main__":
+    main()
