@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from softlin import calibration, records, verdict  # noqa: E402
+from softlin import calibration, importance, records, verdict  # noqa: E402
 from softlin.claims import c2  # noqa: E402
 from softlin.io import load_json  # noqa: E402
 
@@ -36,6 +36,9 @@ def main() -> None:
     ap.add_argument("--n-blocks", type=int, required=True, help="the run's c2.n_blocks")
     ap.add_argument("--group", type=int, required=True, help="blocks per group")
     ap.add_argument("--why", action="store_true", help="print each group's undecided entries")
+    ap.add_argument("--shares", action="store_true",
+                    help="per Gaussian probe, the largest block's share of the U mean square at L_max: over all "
+                         "blocks, in the worst group, and the groups above importance.SHARE_MAX")
     ap.add_argument("--traj-results", help="results/ folder of the trajectories (default: --results)")
     args = ap.parse_args()
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -74,6 +77,17 @@ def main() -> None:
                         print(f"  {v['id']} {t['measured']}[{b.get('label')}] = {b.get('value')} +/- {b.get('se')} "
                               f"{t['op']} {t['threshold']}: {t['outcome']} ({b.get('reason')})")
         print(f"group {g + 1} (blocks {sl.start + 1}-{sl.stop}) done", flush=True)
+    if args.shares:
+        print("\n| probe | lambda_max | U share, all blocks | largest U share in a group | groups flagged |\n|---|---|---|---|---|")
+        for name, (probes, r) in recs.items():
+            if design[name]["token_kind"] != "gauss":
+                continue
+            for i, pr in enumerate(probes):
+                m = np.asarray(r.msq_U)[:, i, -1]
+                g = m[: m.size // args.group * args.group].reshape(-1, args.group)
+                sh = g.max(axis=1) / g.sum(axis=1)
+                print(f"| {name}/{pr['name']} | {pr['lambda_max']:.3f} | {m.max() / m.sum():.2f} | {sh.max():.2f} "
+                      f"| {int(np.sum(sh > importance.SHARE_MAX))} of {len(sh)} |")
     ids = [c["id"] for c in c2c["criteria"]]
     print("\n| criterion | " + " | ".join(f"blocks {g * args.group + 1}-{(g + 1) * args.group}"
                                           for g in range(len(groups))) + " |")
