@@ -134,7 +134,7 @@ def main() -> None:
                 if e == "plant":
                     saved[f"{which}/W"] = np.concatenate([o[1] for o in out])
                 secs[e] = time.perf_counter() - t0
-            print(f"seconds: " + ", ".join(f"{e} {secs[e]:.1f}" for e in ESTIMATORS))
+            print("seconds: " + ", ".join(f"{e} {secs[e]:.1f}" for e in ESTIMATORS))
         W = saved[f"{which}/W"]
         n = saved[f"{which}/ti"].shape[0]
         print(f"{which}: lambda_max {pr['lambda_max']:.3f}, beta {pr['beta']:.3f}, tilt {t:.3f}, {n} blocks each; "
