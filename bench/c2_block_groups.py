@@ -78,7 +78,8 @@ def main() -> None:
                               f"{t['op']} {t['threshold']}: {t['outcome']} ({b.get('reason')})")
         print(f"group {g + 1} (blocks {sl.start + 1}-{sl.stop}) done", flush=True)
     if args.shares:
-        print("\n| probe | lambda_max | U share, all blocks | largest U share in a group | groups flagged |\n|---|---|---|---|---|")
+        print("\n| probe | lambda_max | U share, all blocks | largest U share in a group | groups flagged |")
+        print("|---|---|---|---|---|")
         for name, (probes, r) in recs.items():
             if design[name]["token_kind"] != "gauss":
                 continue
