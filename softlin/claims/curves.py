@@ -209,8 +209,10 @@ def estimator_markdown(fits: dict, parts=(None,)) -> str:
     """Which estimator gave each probe's values (issue 31): a Markdown table of
     :func:`estimator_diagnostics` per probe (and part: ``fits[label][part]``)."""
     lines = ["## Estimator of each probe's mean square (issue 31, docs/c1c2_uncertainty.md)", "",
-             "`importance`: queries from S5's tilted Gaussian with tilt t and weights p/q_t; `blocks`: the plain "
-             "mean. ESS: Kish's effective number of independent queries of the weighted terms at L_max, of n. "
+             "`importance`: queries from S5's tilted Gaussian with tilt t and weights p/q_t; `task_integral` (C2): "
+             "the same queries, the task vector integrated out exactly (Gauss-Hermite), one prompt per antithetic "
+             "pair; `blocks`: the plain mean. ESS: Kish's effective number of independent (prompt, query) units of "
+             "the weighted terms at L_max, of n. "
              "share: the largest task block's share of the mean square at L_max. se lower bound: no PASS on it.", "",
              "| probe | part | lambda_max | estimator | t | ESS / n | share | se lower bound |",
              "|---|---|---|---|---|---|---|---|"]
