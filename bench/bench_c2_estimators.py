@@ -15,24 +15,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from softlin.claims import c1, c2  # noqa: E402
+from diag_c1c2_prompt_level import design  # noqa: E402
+
+from softlin.claims import c2  # noqa: E402
 
 ESTIMATORS = ("importance", "task_integral")
-
-
-def design(cfg: dict) -> dict:
-    sts = []
-    for name, st in cfg["c1"]["settings"].items():
-        s = np.asarray(st["sigma"], float)
-        sts.append(dict(name=name, token_kind=st.get("token_kind", "gauss"),
-                        sigma=(np.diag(s) if s.ndim == 1 else s).tolist(), probes=st.get("probes") or {}))
-    return c1.design(sts, cfg["c1"]["probes"], cfg["c1"]["exponent"])
 
 
 def main() -> None:

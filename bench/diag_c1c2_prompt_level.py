@@ -37,17 +37,22 @@ from softlin.claims import c1, c2  # noqa: E402
 from softlin.tasks import sample, sqrtm_sym  # noqa: E402
 
 
-def probe(which: str, Lmax: int, tilt: str = "s5"):
-    """The setting dict, the probe (C1's, the exponent sweep's or C2's sweep) and its tilt (``s5``: S5's rule)."""
-    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+def design(cfg: dict) -> dict:
+    """C1's probe design (``c1.design``) of every setting of the config ``cfg``, as rule c1_probes builds it."""
     sts = []
     for name, st in cfg["c1"]["settings"].items():
         s = np.asarray(st["sigma"], float)
         sts.append(dict(name=name, token_kind=st.get("token_kind", "gauss"),
                         sigma=(np.diag(s) if s.ndim == 1 else s).tolist(), probes=st.get("probes") or {}))
-    design = c1.design(sts, cfg["c1"]["probes"], cfg["c1"]["exponent"])
+    return c1.design(sts, cfg["c1"]["probes"], cfg["c1"]["exponent"])
+
+
+def probe(which: str, Lmax: int, tilt: str = "s5"):
+    """The setting dict, the probe (C1's, the exponent sweep's or C2's sweep) and its tilt (``s5``: S5's rule)."""
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    design_ = design(cfg)
     sname, pname = which.split("/")
-    st = design[sname]
+    st = design_[sname]
     pr = next(p for p in c2.probes_of(st, cfg["c2"]["sweep"]["lambda"]) if p["name"] == pname)
     return st, pr, importance.probe_tilt(pr, st["sigma"], "gauss", Lmax, "importance") if tilt == "s5" else float(tilt)
 

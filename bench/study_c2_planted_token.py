@@ -56,13 +56,7 @@ ESTIMATORS = ("ti", "ti16", "plant")
 
 def terms(pr: dict, x: np.ndarray, xq: np.ndarray, Ls, sigma) -> tuple[np.ndarray, np.ndarray]:
     """task_integral's E_w terms (U, v) of prompts x (n, l_max, d) at queries xq (n, Q, d): (n_L, n, Q) each."""
-    d = x.shape[-1]
-    A = jnp.asarray(np.asarray(pr["U"])[:d, :d])
-    xq_j = jnp.asarray(xq)
-    m1, m2 = ti._covariate_moments(A, jnp.asarray(ti.moment_tokens(x)), xq_j, tuple(Ls))
-    nodes, wts = (jnp.asarray(a) for a in ti.gauss_hermite(d))
-    tU, tv, _, _ = ti._integrated_terms(m1, m2, xq_j, jnp.asarray(sigma), A, jnp.asarray(pr["v"]), nodes, wts)
-    return np.asarray(tU), np.asarray(tv)
+    return ti.per_query_terms(conc.probe_params(pr), jnp.asarray(ti.moment_tokens(x)), xq, sigma, Ls)[:2]
 
 
 def plain_block(pr, t, Ls, seed: int, pairs: int, query: int, sigma):

@@ -26,6 +26,7 @@ C12_TOKEN_S = 4e-9        # CPU seconds per token x query x task x probe of a me
 C12_TASK_TOKEN_S = 4e-8   # CPU seconds per token x task of a block: its draw and its token array
 SLURM_MARGIN = 5.0        # a measure job's SLURM runtime: this times its claim's estimate (+ 2 min)
 TASK_STEP_S = 1e-7        # C4: one task's linear(inf) gradient step (no prompt)
+C2_TRAJ_CALL_S = 2.4e-4   # C2e: one (block, recorded iterate, L) gradient gap (3.6 s per prompt draw of 12 x 126 x 10)
 BASE_MB = 1500            # a job's Python, JAX and Snakemake
 
 
@@ -104,6 +105,11 @@ def estimates(cfg: dict) -> dict:
         L, tasks = max(_pow2(c2)), 2 * c2["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
         cpu = sum(measure_seconds(c2, n) for n in measure_jobs(cfg, "c2").values())
+        if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
+            t = c2["trajectory"]
+            n_rec = c3["steps"] // c3["record_every"] + 1
+            cpu += (C2_TRAJ_CALL_S * len(t["settings"]) * t.get("n_prompts", 1) * t["n_blocks"] * n_rec
+                    * len(c3["L"]))
         out["c2"] = (cpu, BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6)
     if c3 is not None:
         runs = sum(st["n_seed"] for st in c3["settings"].values())

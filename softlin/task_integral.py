@@ -53,16 +53,6 @@ def check_label_free(U, d: int) -> None:
         raise ValueError(f"task_integral needs U's label row to be 0 (scores free of w); got {row.tolist()}")
 
 
-def antithetic_half(tasks) -> int:
-    """How many tasks hold distinct prompts and queries: ``n / 2`` for antithetic tasks (the second half
-    the first with ``-w``), else ``n``."""
-    n = tasks.n_tasks
-    h = n // 2
-    anti = (n % 2 == 0 and np.array_equal(tasks.w[h:], -tasks.w[:h]) and np.array_equal(tasks.x[h:], tasks.x[:h])
-            and np.array_equal(tasks.xq[h:], tasks.xq[:h]))
-    return h if anti else n
-
-
 def moment_tokens(x: np.ndarray) -> np.ndarray:
     """Tokens ``(x, x_i x_j for i <= j)`` transposed for the prefix kernel; x (n, l_max, d) ->
     (n, d + d(d+1)/2, l_max)."""
@@ -123,6 +113,20 @@ def _integrated_terms(m1, m2, xq, sigma, A, v, nodes, wts):
     return tU, tv, mU, mv
 
 
+def per_query_terms(p: Params, zT, xq, sigma, Ls) -> tuple[np.ndarray, ...]:
+    """Per (length, prompt, query), unweighted: ``E_w`` of the squared U and v gaps (n_L, n, Q) and of the
+    differences (n_L, n, Q, D, D), (n_L, n, Q, D); ``zT`` the prompts' :func:`moment_tokens`, ``xq``
+    (n, Q, d) their queries, ``sigma`` (d, d) the covariates' covariance."""
+    d = xq.shape[-1]
+    check_label_free(p.U, d)
+    A = jnp.asarray(np.asarray(p.U)[:d, :d])
+    xq = jnp.asarray(xq)
+    m1, m2 = _covariate_moments(A, zT, xq, tuple(int(L) for L in Ls))
+    nodes, wts = (jnp.asarray(a) for a in gauss_hermite(d))
+    return tuple(np.asarray(a) for a in _integrated_terms(m1, m2, xq, jnp.asarray(sigma), A, jnp.asarray(p.v),
+                                                          nodes, wts))
+
+
 def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_terms: bool = False):
     """:func:`softlin.concentration.grad_gaps_per_query`'s ``(msq_U, msq_v, diff[, terms])`` with ``w``
     integrated out (module doc): per parameter and L the mean over the prompts (one per antithetic
@@ -132,23 +136,16 @@ def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_ter
     tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
     d = tasks.d
-    h = antithetic_half(tasks)
+    h = tasks.n_tasks // 2 if tasks.antithetic else tasks.n_tasks   # one prompt per antithetic pair
     zT = jnp.asarray(moment_tokens(tasks.x[:h]))
-    sigma = jnp.asarray(tasks.sigma)
-    nodes, wts = (jnp.asarray(a) for a in gauss_hermite(d))
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))
     diff = np.empty((len(plist), len(Ls), (d + 1) ** 2 + d + 1))
     terms = np.empty((len(plist), 3, 3))
     for i, p in enumerate(plist):
-        check_label_free(p.U, d)
-        A = np.asarray(p.U)[:d, :d]
-        tk, log_w = importance.tilted_queries(tasks, A, float(tilts[i]))
-        xq = jnp.asarray(tk.xq[:h])
+        tk, log_w = importance.tilted_queries(tasks, np.asarray(p.U)[:d, :d], float(tilts[i]))
         w = np.exp(log_w[:h])
-        m1, m2 = _covariate_moments(jnp.asarray(A), zT, xq, Ls)
-        tU, tv, mU, mv = (np.asarray(a) for a in _integrated_terms(m1, m2, xq, sigma, jnp.asarray(A),
-                                                                   jnp.asarray(p.v), nodes, wts))
+        tU, tv, mU, mv = per_query_terms(p, zT, tk.xq[:h], tasks.sigma, Ls)
         tU, tv = w * tU, w * tv
         msq_U[i] = tU.mean(axis=(1, 2))
         msq_v[i] = tv.mean(axis=(1, 2))

@@ -68,6 +68,14 @@ class Tasks:
         return self.xq.shape[1]
 
     @property
+    def antithetic(self) -> bool:
+        """Whether the second half of the tasks is the first with ``-w`` and the same prompts and
+        queries (:func:`sample`'s layout: a pair's partners share their covariates)."""
+        n, h = self.n_tasks, self.n_tasks // 2
+        return bool(n % 2 == 0 and np.array_equal(self.w[h:], -self.w[:h]) and np.array_equal(self.x[h:], self.x[:h])
+                    and np.array_equal(self.xq[h:], self.xq[:h]))
+
+    @property
     def y(self) -> np.ndarray:
         """Prompt labels ``y_l = w^T x_l``; (n_tasks, l_max)."""
         return np.einsum("tld,td->tl", self.x, self.w)
@@ -130,7 +138,7 @@ def redraw_prompts(tasks: Tasks, seed: int) -> Tasks:
     """The same task vectors and queries with fresh prompt covariates from ``default_rng(seed)``, drawn
     as :func:`sample` draws them (antithetic partners share them); (n_pairs, l_max, d) per half."""
     n, l_max, d = tasks.x.shape
-    if n % 2 or not np.array_equal(tasks.w[n // 2:], -tasks.w[: n // 2]):
+    if not tasks.antithetic:
         raise ValueError("redraw_prompts needs antithetic tasks (the second half the first with -w)")
     rng = np.random.default_rng(seed)
     if tasks.token_kind == "gauss":
