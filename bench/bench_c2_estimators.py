@@ -40,7 +40,8 @@ def main() -> None:
     tot = {e: 0.0 for e in ESTIMATORS}
     print(f"{'setting':12s} {'probes':>6s} " + " ".join(f"{e:>14s}" for e in ESTIMATORS) + "   (s per repetition)")
     for rep in range(args.reps):
-        for name, st in des.items():
+        for name in cfg["c1"]["settings"]:                  # C2's measure jobs (not C1's exponent sweep)
+            st = des[name]
             sweep = c2cfg["sweep"]["lambda"] if name in c2cfg["sweep"]["settings"] else []
             probes = c2.probes_of(st, sweep)
             dt = {}

@@ -112,6 +112,8 @@ def main() -> None:
     ap.add_argument("--save")
     ap.add_argument("--load", nargs="+")
     args = ap.parse_args()
+    if args.groups < 2 or (not args.load and args.blocks < 2 * args.groups):
+        ap.error("need --groups >= 2 and at least two blocks per group")
     run = [e for e in ESTIMATORS if e in args.estimators]
     if "ti" not in run:
         ap.error("--estimators must include ti, the reference")
