@@ -105,8 +105,6 @@ def _softmax_out(U, v, zT, zq, L):
 
 
 _limit_out = jax.jit(lambda p, data: models.linear_predict(p, data))
-_softmax_vg = jax.jit(models.softmax_value_and_grad)
-_linear_vg = jax.jit(models.linear_value_and_grad)
 
 
 def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
@@ -155,17 +153,24 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
 
 def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
     """``grad R_L^softmax(theta) - grad R_inf(theta)`` on the same tasks, flattened (U then v);
-    (n_params, n_L, (d+1)^2 + d+1)."""
-    data = models.prompt_data(tasks, max(Ls))
-    lim = models.model_data("limit", tasks)
-    D = tasks.d + 1
-    out = np.empty((len(plist), len(Ls), D * D + D))
-    for i, p in enumerate(plist):
-        p = Params(jnp.asarray(p.U), jnp.asarray(p.v))
-        g_inf = params.flatten(_linear_vg(p, lim)[1])
-        for j, L in enumerate(Ls):
-            out[i, j] = params.flatten(_softmax_vg(p, models.with_length(data, L))[1]) - g_inf
-    return out
+    (n_params, n_L, (d+1)^2 + d+1): the mean of the per-query differences (:func:`_per_query_grad_gaps`,
+    every L in one pass of the prefix kernel), all parameters in one compiled call."""
+    Ls = tuple(int(L) for L in Ls)
+    zT, zq, yq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
+    G = models.model_data("limit", tasks).G
+    Us = jnp.asarray(np.stack([np.asarray(p.U, float) for p in plist]))
+    vs = jnp.asarray(np.stack([np.asarray(p.v, float) for p in plist]))
+    return np.asarray(_pooled_grad_gaps(Us, vs, zT, zq, yq, G, Ls))
+
+
+@functools.partial(jax.jit, static_argnames="Ls")
+def _pooled_grad_gaps(Us, vs, zT, zq, yq, G, Ls):
+    """:func:`grad_gaps` for stacked parameters Us (n_params, D, D), vs (n_params, D), one after the
+    other (``lax.map``): (n_params, n_L, D^2 + D)."""
+    def one(p):
+        dU, dv = _per_query_grad_gaps(p[0], p[1], zT, zq, yq, G, Ls)
+        return params.flatten(Params(_pair_mean(dU), _pair_mean(dv)), jnp)
+    return jax.lax.map(one, (Us, vs))
 
 
 @functools.partial(jax.jit, static_argnames="Ls")
@@ -187,9 +192,9 @@ def _per_query_grad_gaps(U, v, zT, zq, yq, G, Ls):
     return gU_L - gU_inf, gv_L - gv_inf
 
 
-def _pair_mean(x) -> np.ndarray:
+def _pair_mean(x):
     """Mean over tasks (axis 1, antithetic partners added first as :func:`softlin.models.pair_sum`)
-    and queries (axis 2); (n_L, n, Q, ...) -> (n_L, ...)."""
+    and queries (axis 2); (n_L, n, Q, ...) -> (n_L, ...); numpy or traced jax arrays."""
     n, Q = x.shape[1:3]
     s = x.sum(axis=2)
     if n % 2 == 0:

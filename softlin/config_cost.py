@@ -26,7 +26,7 @@ C12_TOKEN_S = 4e-9        # CPU seconds per token x query x task x probe of a me
 C12_TASK_TOKEN_S = 4e-8   # CPU seconds per token x task of a block: its draw and its token array
 SLURM_MARGIN = 5.0        # a measure job's SLURM runtime: this times its claim's estimate (+ 2 min)
 TASK_STEP_S = 1e-7        # C4: one task's linear(inf) gradient step (no prompt)
-C2_TRAJ_CALL_S = 2.4e-4   # C2e: one (block, recorded iterate, L) gradient gap (3.6 s per prompt draw of 12 x 126 x 10)
+C2_TRAJ_CALL_S = 1.9e-5   # C2e: one (block, recorded iterate, L) gradient gap (0.28 s per prompt draw of 12 x 126 x 10)
 BASE_MB = 1500            # a job's Python, JAX and Snakemake
 
 
@@ -90,6 +90,15 @@ def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
     if setting not in jobs:
         raise ValueError(f"{claim} has no measure job {setting!r}: {sorted(jobs)}")
     return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
+
+
+def trajectory_record_mb(cfg: dict) -> float:
+    """MB of one C2e record (``block_diff``: prompt draws x blocks x recorded iterates x L x (d+1)^2 + d+1
+    floats): what the c2_trajectory and c2_metrics jobs hold in memory beside Python and JAX."""
+    c3, t = cfg["c3"], cfg["c2"]["trajectory"]
+    n_rec = c3["steps"] // c3["record_every"] + 1
+    D = c3["d"] + 1
+    return 8 * t.get("n_prompts", 1) * t["n_blocks"] * n_rec * len(c3["L"]) * (D * D + D) / 1e6
 
 
 def estimates(cfg: dict) -> dict:

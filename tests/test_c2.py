@@ -10,20 +10,22 @@ from softlin.params import Params
 
 
 def test_grad_gap_matches_autodiff_oracle():
-    """grad_gaps = autodiff(softmax risk) - autodiff(limit risk), on the same tasks."""
+    """grad_gaps = autodiff(softmax risk) - autodiff(limit risk), on the same tasks, for several
+    parameters in one call (C2e's trajectory iterates: U's label row not 0)."""
     import jax
     sigma = np.diag([2.0, 1.0, 0.5])
     tk = T.sample(9, 3, sigma, 3, 2, 40)
     p = population.bayes_optimum(sigma)
-    p = Params(0.8 * p.U, p.v)
-    Ls = [5, 40]
-    diff = conc.grad_gaps([p], tk, Ls)[0]
-    g_inf = jax.grad(models.linear_risk)(Params(np.asarray(p.U), np.asarray(p.v)), models.model_data("limit", tk))
-    for j, L in enumerate(Ls):
-        g = jax.grad(models.softmax_risk_autodiff)(Params(np.asarray(p.U), np.asarray(p.v)),
-                                                   models.prompt_data(tk, L))
-        want = np.concatenate([np.ravel(g.U - g_inf.U), np.ravel(g.v - g_inf.v)])
-        np.testing.assert_allclose(diff[j], want, rtol=1e-10, atol=1e-13)
+    rng = np.random.default_rng(5)
+    plist = [Params(0.8 * p.U, p.v), Params(0.3 * rng.standard_normal((4, 4)), rng.standard_normal(4))]
+    Ls = [5, 17, 40]
+    for p, diff in zip(plist, conc.grad_gaps(plist, tk, Ls)):
+        p = Params(np.asarray(p.U), np.asarray(p.v))
+        g_inf = jax.grad(models.linear_risk)(p, models.model_data("limit", tk))
+        for j, L in enumerate(Ls):
+            g = jax.grad(models.softmax_risk_autodiff)(p, models.prompt_data(tk, L))
+            want = np.concatenate([np.ravel(g.U - g_inf.U), np.ravel(g.v - g_inf.v)])
+            np.testing.assert_allclose(diff[j], want, rtol=1e-10, atol=1e-13)
 
 
 def test_grad_gap_zero_at_U_zero_v_part_closed_form():

@@ -43,6 +43,23 @@ def test_jackknife_of_a_mean_is_the_standard_error_of_the_mean():
     assert metrics.replicate_df((x, x)) == 8
 
 
+def test_jackknife_of_mean_against_the_generic_path_and_the_mean_identity():
+    """O(n) delete-one means: the same values and errors as metrics.jackknife with the mean recomputed
+    per deletion (1e-12), for a nonlinear, nonsmooth statistic (max over an axis of a norm, as C2e's);
+    for the mean itself the s.e. is std / sqrt(n)."""
+    x = np.random.default_rng(2).normal(size=(11, 5, 4, 3)) + 0.5
+    stat = lambda m: {"max": np.linalg.norm(m, axis=-1).max(axis=0), "first": m[0, 0]}  # noqa: E731
+    val, se = metrics.jackknife_of_mean(stat, x)
+    want_val, want_se = metrics.jackknife(lambda b: stat(b.mean(axis=0)), x)
+    for k in want_val:
+        np.testing.assert_allclose(val[k], want_val[k], rtol=1e-12)
+        np.testing.assert_allclose(se[k], want_se[k], rtol=1e-10, atol=1e-15)
+    _, se = metrics.jackknife_of_mean(lambda m: m, x[:, 0, 0, 0])
+    assert se == pytest.approx(x[:, 0, 0, 0].std(ddof=1) / np.sqrt(11), rel=1e-12)
+    with pytest.raises(ValueError, match=">= 2"):
+        metrics.jackknife_of_mean(stat, x[:1])
+
+
 def test_rms_over_blocks_delta_method():
     msq = np.array([1.0, 1.2, 0.8, 1.0])
     rms, se = metrics.rms_over_blocks(msq)

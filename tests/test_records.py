@@ -273,6 +273,11 @@ def test_c2_trajectory_prompt_draws(tmp_path):
     np.testing.assert_array_equal(bd[2], conc.grad_gaps(plist, first, cfg["L"]))
     records.save(tmp_path / "t.npz", two)
     assert records.load(tmp_path / "t.npz", c2.along_like(cfg)).block_diff.shape == (4, 3, 2, 12)
+    # the jobs' memory request counts this record's bytes
+    from softlin import config_cost
+    cost_cfg = {"c3": {k: cfg[k] for k in ("d", "L", "steps", "record_every")},
+                "c2": {"trajectory": {k: cfg[k] for k in ("n_blocks", "n_prompts")}}}
+    assert config_cost.trajectory_record_mb(cost_cfg) == pytest.approx(bd.nbytes / 1e6, rel=1e-12)
 
 
 @pytest.mark.parametrize("token_kind", ["gauss", "rademacher"])

@@ -296,9 +296,8 @@ def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print
                            gap, Parts(*(g.max(axis=0) for g in gap)), Parts(*(np.asarray(step)[g.argmax(axis=0)] for g in gap)))
 
 
-def _max_gaps(block_diff, d: int) -> dict:
-    """Max over the recorded steps of the gap norms (U, v, full) of the blocks' mean difference."""
-    diff = np.mean(block_diff, axis=0)
+def _max_gaps(diff, d: int) -> dict:
+    """Max over the recorded steps of the gap norms (U, v, full) of a mean difference (n_rec, n_L, K)."""
     dU, dv = split_flat(diff, d)
     return {"U": np.linalg.norm(dU, axis=-1).max(axis=0), "v": np.linalg.norm(dv, axis=-1).max(axis=0),
             "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
@@ -311,7 +310,7 @@ def trajectory_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -
     bd, Ls = np.asarray(along.block_diff), along.L
     K = bd.shape[-1]
     d = int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1   # K = (d+1)^2 + (d+1)
-    val, se = metrics.jackknife(lambda b: {k: curves.shape(Ls, g) for k, g in _max_gaps(b, d).items()}, bd)
+    val, se = metrics.jackknife_of_mean(lambda m: {k: curves.shape(Ls, g) for k, g in _max_gaps(m, d).items()}, bd)
     out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs), n_prompts=int(n_prompts))
     for k in ("U", "v", "full"):
         out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)

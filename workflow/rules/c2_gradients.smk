@@ -65,7 +65,7 @@ rule c2_trajectory:
     threads: 1
     resources:
         runtime=3,
-        mem_mb=1000,
+        mem_mb=1000 + int(3 * config_cost.trajectory_record_mb(config)),   # the record, built as a list then stacked
     group:
         "c2_probe"
     conda:
@@ -110,7 +110,7 @@ rule c2_metrics:
         ),
     resources:
         runtime=2,
-        mem_mb=800,
+        mem_mb=800 + int(2 * len(C2_TRAJ) * config_cost.trajectory_record_mb(config)),
     group:
         "c2_probe"
     conda:
