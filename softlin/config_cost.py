@@ -114,12 +114,14 @@ def estimates(cfg: dict) -> dict:
         L, tasks = max(_pow2(c2)), 2 * c2["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
         cpu = sum(measure_seconds(c2, n) for n in measure_jobs(cfg, "c2").values())
+        mb = BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6
         if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
             t = c2["trajectory"]
             n_rec = c3["steps"] // c3["record_every"] + 1
             cpu += (C2_TRAJ_CALL_S * len(t["settings"]) * t.get("n_prompts", 1) * t["n_blocks"] * n_rec
                     * len(c3["L"]))
-        out["c2"] = (cpu, BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6)
+            mb = max(mb, BASE_MB + 3 * trajectory_record_mb(cfg))   # its record, built as a list then stacked
+        out["c2"] = (cpu, mb)
     if c3 is not None:
         runs = sum(st["n_seed"] for st in c3["settings"].values())
         twins = 2 if c3["offblock_seed_order"] else 1

@@ -19,7 +19,7 @@ import numpy as np
 
 from .tasks import Tasks, check_sigma, sqrtm_sym
 
-ESTIMATORS = ("blocks", "importance", "task_integral")  # task_integral: C2 only (softlin.task_integral)
+ESTIMATORS = ("blocks", "importance", "task_integral", "plant")  # the last two: C2 only (softlin.task_integral, softlin.planted)
 # a block holding more than this share of the mean square at L_max: its s.e. is a lower bound. Set to 0.5
 # after issue 31's default runs (was 0.25): with the plain estimator shares 0.5-0.77 came with disjoint
 # groups of blocks 4-10 s.e. apart; with importance sampling shares up to 0.37 came with groups agreeing

@@ -127,17 +127,21 @@ def per_query_terms(p: Params, zT, xq, sigma, Ls) -> tuple[np.ndarray, ...]:
                                                           nodes, wts))
 
 
-def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_terms: bool = False):
+def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_terms: bool = False,
+                            prompts=None, prompt_weights=None):
     """:func:`softlin.concentration.grad_gaps_per_query`'s ``(msq_U, msq_v, diff[, terms])`` with ``w``
     integrated out (module doc): per parameter and L the mean over the prompts (one per antithetic
     pair) and their queries of the weighted ``E_w`` terms; ``diff`` the mean of ``E_w`` of the
     differences; ``terms`` the :func:`softlin.importance.sums` of the weighted U and v terms at
-    ``L_max`` and of the query weights, one entry per independent (prompt, query)."""
+    ``L_max`` and of the weights, one entry per independent (prompt, query).  ``prompts`` (h, l_max, d)
+    and ``prompt_weights`` (h,): covariates drawn from another law than the tasks' and their weights
+    ``p / q`` (:mod:`softlin.planted`), in place of the tasks' own covariates."""
     tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
     d = tasks.d
     h = tasks.n_tasks // 2 if tasks.antithetic else tasks.n_tasks   # one prompt per antithetic pair
-    zT = jnp.asarray(moment_tokens(tasks.x[:h]))
+    zT = jnp.asarray(moment_tokens(tasks.x[:h] if prompts is None else prompts))
+    pw = np.ones(h) if prompt_weights is None else np.asarray(prompt_weights, float)
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))
     diff = np.empty((len(plist), len(Ls), (d + 1) ** 2 + d + 1))
@@ -145,6 +149,8 @@ def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_ter
     for i, p in enumerate(plist):
         tk, log_w = importance.tilted_queries(tasks, np.asarray(p.U)[:d, :d], float(tilts[i]))
         w = np.exp(log_w[:h])
+        if prompt_weights is not None:
+            w = w * pw[:, None]
         tU, tv, mU, mv = per_query_terms(p, zT, tk.xq[:h], tasks.sigma, Ls)
         tU, tv = w * tU, w * tv
         msq_U[i] = tU.mean(axis=(1, 2))

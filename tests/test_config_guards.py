@@ -129,8 +129,8 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
                            "config key 'c3.offblock_rate.grow_rate': 0.01 > 0.001"),
     "c3_floor_loose": ({"c3": {"offblock_rate": {"floor": 1.0e-3}}}, "config key 'c3.offblock_rate.floor': 0.001 > 1e-14"),
     "huge_c1": ({"c1": {"n_blocks": 10 ** 9}}, "config key 'c1': about "),
-    # C2e re-reads every recorded iterate per prompt draw: 10^7 draws at the smoke preset are days of CPU
-    "huge_c2e_prompts": ({"c2": {"trajectory": {"n_prompts": 10 ** 7}}}, "config key 'c2': about "),
+    # C2e keeps every prompt draw's gaps at every recorded iterate: 10^7 draws at the smoke preset are TB
+    "huge_c2e_prompts": ({"c2": {"trajectory": {"n_prompts": 10 ** 7}}}, "config key 'c2': its largest job needs"),
     "huge_c5_L": ({"c5": {"L": [10, 20, 10 ** 8]}}, "config key 'c5': its largest job needs about"),
 }
 

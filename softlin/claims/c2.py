@@ -20,6 +20,7 @@ import numpy as np
 from .. import concentration as conc
 from .. import importance, metrics, train
 from ..params import Params, split_flat
+from ..planted import grad_gaps_plant
 from ..records import Spec
 from ..task_integral import grad_gaps_task_integral
 from ..tasks import Tasks, check_sigma, redraw_prompts
@@ -113,16 +114,24 @@ def measure(setting: dict, probes: list[dict], Ls, seed: int, n_blocks: int, n_p
             n_query: int, progress=print, estimator: str = "blocks") -> GradientGaps:
     """Per block: mean squared per-query gradient gaps ``msq_U``, ``msq_v`` (n_blocks, n_probes, n_L)
     and the block-mean gradient differences ``diff`` (n_blocks, n_probes, n_L, (d+1)^2 + d+1), the
-    queries plain (``blocks``) or from S5's proposal per probe (``importance``, :mod:`softlin.importance`)."""
+    queries plain (``blocks``) or from S5's proposal per probe (``importance``, :mod:`softlin.importance`), the
+    task vector integrated out (``task_integral``) and the prompts' largest-score token planted (``plant``,
+    :mod:`softlin.planted`)."""
     plist = [conc.probe_params(p) for p in probes]
     tilts = np.array([importance.probe_tilt(p, setting["sigma"], setting["token_kind"], max(Ls), estimator)
                       for p in probes])
-    gaps = grad_gaps_task_integral if estimator == "task_integral" else conc.grad_gaps_per_query
+    lambdas = [p["lambda_max"] for p in probes]
     msq_U, msq_v, diffs, diag = [], [], [], []
     for b, tasks in enumerate(conc.task_blocks(seed, n_blocks, setting["sigma"], n_pairs, n_query,
                                                max(Ls), setting["token_kind"])):
+        if estimator == "plant":
+            out = grad_gaps_plant(plist, tasks, Ls, tilts, True, seed=conc.block_seed(seed, b), lambdas=lambdas)
+        elif estimator == "task_integral":
+            out = grad_gaps_task_integral(plist, tasks, Ls, tilts, with_terms=True)
+        else:
+            out = conc.grad_gaps_per_query(plist, tasks, Ls, tilts, with_terms=True)
         # computed, not dispatched: the progress line after this block reports work done
-        mu, mv, df, dg = (np.asarray(x) for x in gaps(plist, tasks, Ls, tilts, with_terms=True))
+        mu, mv, df, dg = (np.asarray(x) for x in out)
         msq_U.append(mu)
         msq_v.append(mv)
         diffs.append(df)

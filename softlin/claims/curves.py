@@ -165,7 +165,7 @@ def put_mapping(out: dict, name: str, fits: dict, key: str) -> dict:
 def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float,
                           name: str | None = None) -> dict:
     """Which estimator gave a probe's values and how far its standard errors can be trusted:
-    ``estimator`` (``task_integral`` where ``name`` says so, else ``importance`` at tilt > 0, else
+    ``estimator`` (``task_integral`` or ``plant`` where ``name`` says so, else ``importance`` at tilt > 0, else
     ``blocks``), ``tilt``; ``share_max``: the largest
     block's share of the mean square at L_max (block_msq_last (n_blocks,)); ``ess``: Kish's effective
     number of independent queries of the weighted terms at L_max over ``n_units`` (diag (n_blocks, k, 3):
@@ -175,7 +175,7 @@ def estimator_diagnostics(block_msq_last, tilt: float, diag, lambda_heavy: float
     holding more than max(:data:`softlin.importance.SHARE_MAX`, 2 / n_blocks) of the mean square."""
     m = np.asarray(block_msq_last, float)
     share = importance.largest_share(m)
-    label = "task_integral" if name == "task_integral" else "importance" if tilt > 0 else "blocks"
+    label = name if name in ("task_integral", "plant") else "importance" if tilt > 0 else "blocks"
     out = dict(estimator=label, tilt=float(tilt), share_max=share,
                df=int(m.shape[0]) - 1)
     if diag is not None:
@@ -211,8 +211,9 @@ def estimator_markdown(fits: dict, parts=(None,)) -> str:
     lines = ["## Estimator of each probe's mean square (issue 31, docs/c1c2_uncertainty.md)", "",
              "`importance`: queries from S5's tilted Gaussian with tilt t and weights p/q_t; `task_integral` (C2): "
              "the same queries, the task vector integrated out exactly (Gauss-Hermite), one prompt per antithetic "
-             "pair; `blocks`: the plain mean. ESS: Kish's effective number of independent (prompt, query) units of "
-             "the weighted terms at L_max, of n. "
+             "pair; `plant` (C2): as `task_integral`, each prompt drawn from a defensive mixture that plants one token "
+             "along a query's score direction, weighted by p/q <= 2; `blocks`: the plain mean. ESS: Kish's effective "
+             "number of independent (prompt, query) units of the weighted terms at L_max, of n. "
              "share: the largest task block's share of the mean square at L_max. se lower bound: no PASS on it.", "",
              "| probe | part | lambda_max | estimator | t | ESS / n | share | se lower bound |",
              "|---|---|---|---|---|---|---|---|"]
