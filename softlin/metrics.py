@@ -171,12 +171,18 @@ def jackknife(stat, samples):
         return stat(sub if multi else sub[0])
 
     full = _tree_map(_to_py, call(arrs))
-    reps = [call(tuple(np.delete(a, i, axis=0) for a in arrs)) for i in range(n)]
+    return full, jackknife_se([call(tuple(np.delete(a, i, axis=0) for a in arrs)) for i in range(n)])
+
+
+def jackknife_se(reps: list):
+    """The delete-one jackknife standard error from the n replicates' statistics (pytrees of the
+    same structure): ``sqrt((n - 1) / n * sum_i (stat_(-i) - mean_i stat_(-i))^2)``."""
+    n = len(reps)
 
     def se(*leaves):
         r = np.stack([np.asarray(x, dtype=np.float64) for x in leaves])
         return _to_py(np.sqrt((n - 1) / n * np.sum((r - r.mean(axis=0)) ** 2, axis=0)))
-    return full, _tree_map(se, *reps)
+    return _tree_map(se, *reps)
 
 
 def jackknife_of_mean(of_mean, samples):
@@ -189,12 +195,7 @@ def jackknife_of_mean(of_mean, samples):
         raise ValueError("jackknife needs >= 2 replicates on the leading axis of every array")
     S = x.sum(axis=0)
     full = _tree_map(_to_py, of_mean(S / n))
-    reps = [of_mean((S - x[i]) / (n - 1)) for i in range(n)]
-
-    def se(*leaves):
-        r = np.stack([np.asarray(v, dtype=np.float64) for v in leaves])
-        return _to_py(np.sqrt((n - 1) / n * np.sum((r - r.mean(axis=0)) ** 2, axis=0)))
-    return full, _tree_map(se, *reps)
+    return full, jackknife_se([of_mean((S - x[i]) / (n - 1)) for i in range(n)])
 
 
 def seed_mean(values) -> tuple:

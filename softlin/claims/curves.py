@@ -84,12 +84,7 @@ def jackknife_shape_of_mean(Ls, blocks, of_mean, l_axis: int = -1):
 
     idx = np.arange(n)
     full = metrics._tree_map(metrics._to_py, stat(S / n, Sl, idx))
-    reps = [stat((S - x[i]) / (n - 1), Sl - xl[i], np.delete(idx, i)) for i in range(n)]
-
-    def se(*leaves):
-        r = np.stack([np.asarray(v, dtype=np.float64) for v in leaves])
-        return metrics._to_py(np.sqrt((n - 1) / n * np.sum((r - r.mean(axis=0)) ** 2, axis=0)))
-    return full, metrics._tree_map(se, *reps)
+    return full, metrics.jackknife_se([stat((S - x[i]) / (n - 1), Sl - xl[i], np.delete(idx, i)) for i in range(n)])
 
 
 def rms(msq):
