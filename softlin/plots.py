@@ -192,6 +192,7 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
     groups = list(t.groupby("setting", sort=False))
     n = len(groups) + 1
     fig, ax = plt.subplots(2, n, figsize=(4.2 * n, 7.6), squeeze=False)
+    fig.subplots_adjust(hspace=0.32)  # room for the lower row's titles below the upper row's x labels
     for j, (setting, g) in enumerate(groups):
         for i, part in enumerate(("U", "v")):
             a = ax[i, j]
