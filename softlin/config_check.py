@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from .claims import metric_names, registry
+from .config_cost import n_recorded
 from .tasks import check_sigma
 
 # a name the config gives (a setting, a label) becomes part of a file path or of a metric path:
@@ -93,7 +94,7 @@ def check_semantics(cfg):
             raise ValueError("config key 'c3.L': prompt lengths must be strictly increasing")
         if c3["eval"]["L"] < max(c3["L"]):
             raise ValueError("config key 'c3.eval.L': must be at least max(c3.L)")
-        n_rec = c3["steps"] // c3["record_every"] + 1
+        n_rec = n_recorded(c3)
         if c3.get("offblock_seed_order") and c3["offblock_rate"]["records"] > n_rec:
             fail("c3.offblock_rate.records", f"{c3['offblock_rate']['records']} records, but a run records "
                  f"only {n_rec} (c3.steps / c3.record_every + 1)")

@@ -92,13 +92,17 @@ def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
     return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
 
 
+def n_recorded(c3: dict) -> int:
+    """Recorded iterates of a C3 trajectory (the start and every ``record_every`` steps)."""
+    return c3["steps"] // c3["record_every"] + 1
+
+
 def trajectory_record_mb(cfg: dict) -> float:
     """MB of one C2e record (``block_diff``: prompt draws x blocks x recorded iterates x L x (d+1)^2 + d+1
     floats): what the c2_trajectory and c2_metrics jobs hold in memory beside Python and JAX."""
     c3, t = cfg["c3"], cfg["c2"]["trajectory"]
-    n_rec = c3["steps"] // c3["record_every"] + 1
     D = c3["d"] + 1
-    return 8 * t.get("n_prompts", 1) * t["n_blocks"] * n_rec * len(c3["L"]) * (D * D + D) / 1e6
+    return 8 * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3) * len(c3["L"]) * (D * D + D) / 1e6
 
 
 def estimates(cfg: dict) -> dict:
@@ -117,8 +121,7 @@ def estimates(cfg: dict) -> dict:
         mb = BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6
         if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
             t = c2["trajectory"]
-            n_rec = c3["steps"] // c3["record_every"] + 1
-            cpu += (C2_TRAJ_CALL_S * len(t["settings"]) * t.get("n_prompts", 1) * t["n_blocks"] * n_rec
+            cpu += (C2_TRAJ_CALL_S * len(t["settings"]) * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3)
                     * len(c3["L"]))
             mb = max(mb, BASE_MB + 3 * trajectory_record_mb(cfg))   # its record, built as a list then stacked
         out["c2"] = (cpu, mb)

@@ -117,7 +117,7 @@ def grad_gaps_plant(plist, tasks, Ls, tilts, with_terms: bool = False, *, seed: 
     if len(idx) == 0:
         return grad_gaps_task_integral(plist, tasks, Ls, tilts, with_terms)
     d = tasks.d
-    h = tasks.n_tasks // 2 if tasks.antithetic else tasks.n_tasks
+    h = tasks.n_distinct
     As = np.stack([np.asarray(plist[i].U, float)[:d, :d] for i in idx])
     xqs = np.stack([importance.tilted_queries(tasks, As[n], float(tilts[i]))[0].xq[:h] for n, i in enumerate(idx)])
     Lk = plant_lengths(Ls)

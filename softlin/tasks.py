@@ -76,6 +76,12 @@ class Tasks:
                     and np.array_equal(self.xq[h:], self.xq[:h]))
 
     @property
+    def n_distinct(self) -> int:
+        """How many tasks hold distinct prompts and queries: ``n_tasks / 2`` for :attr:`antithetic` tasks
+        (a pair's partners share them), else ``n_tasks``."""
+        return self.n_tasks // 2 if self.antithetic else self.n_tasks
+
+    @property
     def y(self) -> np.ndarray:
         """Prompt labels ``y_l = w^T x_l``; (n_tasks, l_max)."""
         return np.einsum("tld,td->tl", self.x, self.w)
