@@ -55,7 +55,8 @@ def main() -> None:
     traj_cfg = dict({k: c3c[k] for k in ("d", "L", "steps", "record_every")},
                     n_blocks=c2c["trajectory"]["n_blocks"], n_prompts=c2c["trajectory"]["n_prompts"])
     tres = Path(args.traj_results or args.results)
-    trajs = {s: records.load(tres / "c2" / "trajectory" / f"{s}_s{c3c['seed0']}.npz", c2.along_like(traj_cfg))
+    seeds = [c3c["seed0"] + c3c["seed_stride"] * i for i in range(c2c["trajectory"]["n_seeds"])]
+    trajs = {s: {seed: records.load(tres / "c2" / "trajectory" / f"{s}_s{seed}.npz", c2.along_like(traj_cfg)) for seed in seeds}
              for s in c2c["trajectory"]["settings"]}
     protocol = dict({k: c2c[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_pairs", "n_query", "estimator")},
                     n_blocks=args.group, trajectory_n_prompts=c2c["trajectory"]["n_prompts"])

@@ -98,8 +98,9 @@ def n_recorded(c3: dict) -> int:
 
 
 def trajectory_record_mb(cfg: dict) -> float:
-    """MB of one C2e record (``block_diff``: prompt draws x blocks x recorded iterates x L x (d+1)^2 + d+1
-    floats): what the c2_trajectory and c2_metrics jobs hold in memory beside Python and JAX."""
+    """MB of one C2e record, one C3 seed's (``block_diff``: prompt draws x blocks x recorded iterates x L x
+    (d+1)^2 + d+1 floats): what a c2_trajectory job holds per seed beside Python and JAX (c2_metrics
+    holds every seed's)."""
     c3, t = cfg["c3"], cfg["c2"]["trajectory"]
     D = c3["d"] + 1
     return 8 * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3) * len(c3["L"]) * (D * D + D) / 1e6
@@ -121,9 +122,10 @@ def estimates(cfg: dict) -> dict:
         mb = BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6
         if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
             t = c2["trajectory"]
-            cpu += (C2_TRAJ_CALL_S * len(t["settings"]) * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3)
-                    * len(c3["L"]))
-            mb = max(mb, BASE_MB + 3 * trajectory_record_mb(cfg))   # its record, built as a list then stacked
+            n_traj = len(t["settings"]) * t.get("n_seeds", 1)
+            cpu += C2_TRAJ_CALL_S * n_traj * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3) * len(c3["L"])
+            # c2_trajectory: one seed's record, built as a list then stacked; c2_metrics: every record
+            mb = max(mb, BASE_MB + max(3, 2 * n_traj) * trajectory_record_mb(cfg))
         out["c2"] = (cpu, mb)
     if c3 is not None:
         runs = sum(st["n_seed"] for st in c3["settings"].values())

@@ -172,3 +172,46 @@ def test_jackknife_shape_of_mean_equals_the_generic_path(rng, n):
         for k in slow[0]:
             for a, b in ((fast[0][k], slow[0][k]), (fast[1][k], slow[1][k])):
                 np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-12, atol=1e-13)
+
+
+# --------------------------------------------------------------------------- issue 31: C2e across C3's seeds
+def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
+    """c2.trajectory_fit on four seeds' records against numpy written here: each seed's curve the max over
+    steps of the norm of its units' mean difference (U, v, full), the fitted curve their mean, its s.e.
+    std(ddof=1) / sqrt(n) at each L (the jackknife of a mean), slope_full and each rise jackknifed over the
+    seeds by np.delete and np.polyfit, df = n_seeds - 1; per_seed the seed's own fit."""
+    d, n_rec, Ls = 2, 5, np.array([8, 16, 32, 64, 128])
+    K = (d + 1) ** 2 + d + 1
+    alongs = {}
+    for s in (777, 790, 803, 816):
+        bd = rng.normal(size=(6, n_rec, len(Ls), K)) * 0.3 + np.linspace(2.0, 0.5, len(Ls))[None, None, :, None]
+        z = c2.Parts(*(np.zeros((n_rec, len(Ls))) for _ in range(3)))
+        alongs[s] = c2.AlongTrajectory(np.arange(n_rec) * 10, Ls, bd, np.array(6), z, z, z)
+    out = c2.trajectory_fit(alongs, z=2.0, n_prompts=3)
+    split = {"U": slice(0, (d + 1) ** 2), "v": slice((d + 1) ** 2, K), "full": slice(0, K)}
+
+    def curve(bd, part):
+        return np.linalg.norm(bd.mean(axis=0)[..., split[part]], axis=-1).max(axis=0)
+
+    def slope(y):
+        return np.polyfit(np.log10(Ls), np.log10(y), 1)[0]
+    assert out["seeds"] == [777, 790, 803, 816] and out["n_seeds"] == 4 and out["n_prompts"] == 3
+    for part in ("U", "v", "full"):
+        G = np.array([curve(alongs[s].block_diff, part) for s in out["seeds"]])
+        f = out[part]
+        np.testing.assert_allclose(f["max"], G.mean(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(f["max_se"], G.std(axis=0, ddof=1) / 2.0, rtol=1e-10)
+        reps = np.array([slope(np.delete(G, i, axis=0).mean(axis=0)) for i in range(4)])
+        assert f["slope_full"] == pytest.approx(slope(G.mean(axis=0)), rel=1e-10)
+        assert f["slope_full_se"] == pytest.approx(np.sqrt(3 / 4 * np.sum((reps - reps.mean()) ** 2)), rel=1e-10)
+        assert f["slope_full_df"] == 3 and f["n_increases_df"] == 3
+        np.testing.assert_allclose(f["n_increases_rises"], np.diff(G.mean(axis=0)), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(f["n_increases_rises_se"], np.diff(G, axis=1).std(axis=0, ddof=1) / 2.0, rtol=1e-10)
+        for i, s in enumerate(out["seeds"]):
+            own = out["per_seed"][str(s)][part]
+            np.testing.assert_allclose(own["max"], G[i], rtol=1e-12)
+            assert own["slope_full"] == pytest.approx(slope(G[i]), rel=1e-10)
+    bad = dict(alongs)
+    bad[777] = alongs[777]._replace(L=Ls * 2)
+    with pytest.raises(ValueError, match="different prompt lengths"):
+        c2.trajectory_fit(bad)

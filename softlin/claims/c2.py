@@ -8,7 +8,8 @@
   its expectation does not depend on the block size.  (The former measure, the RMS over blocks of
   the block-mean gap, mixed an O(1/L) bias with a fluctuation divided by the tasks per block, so
   its slope moved with ``n_pairs`` and ``n_query``; it is kept as the diagnostic ``blockrms_*``.)
-* along C3's ``linear(inf)`` trajectory (max over the recorded steps: the seed log's "C2e").
+* along C3's ``linear(inf)`` trajectories (max over the recorded steps: the seed log's "C2e"), the
+  mean over C3's seeds with the seed-to-seed spread as its error.
 """
 
 from __future__ import annotations
@@ -312,18 +313,55 @@ def _max_gaps(diff, d: int) -> dict:
             "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
 
 
-def trajectory_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> dict:
-    """Slopes of the max-over-steps gaps (full L range: the seed's C2e; upper half), ratios and the
-    increases larger than ``z`` standard errors, jackknifed over the blocks of training pairs and
-    prompt draws (``n_prompts`` of them: :func:`along_trajectory`)."""
+def _d_of(K: int) -> int:
+    """``d`` from the flat gradient's length ``K = (d+1)^2 + (d+1)``."""
+    return int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1
+
+
+def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> dict:
+    """One trajectory's fit: slopes of its max-over-steps gaps (full L range: the seed's C2e; upper
+    half), ratios and rises, jackknifed over its blocks of training pairs and prompt draws
+    (``n_prompts`` of them: :func:`along_trajectory`): the prompt-sampling error given this
+    trajectory, which does not cover the trajectory's own variation with C3's training tasks."""
     bd, Ls = np.asarray(along.block_diff), along.L
-    K = bd.shape[-1]
-    d = int(round((np.sqrt(4 * K + 1) - 1) / 2)) - 1   # K = (d+1)^2 + (d+1)
+    d = _d_of(bd.shape[-1])
     val, se = metrics.jackknife_of_mean(lambda m: {k: curves.shape(Ls, g) for k, g in _max_gaps(m, d).items()}, bd)
     out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs), n_prompts=int(n_prompts))
     for k in ("U", "v", "full"):
         out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
+    return out
+
+
+def seed_curves(alongs) -> dict:
+    """Per part (U, v, full) the max-over-steps gap curves of several trajectories (n_seeds, n_L),
+    each the norm of its units' mean gradient difference maximised over its recorded steps."""
+    G = [_max_gaps(np.asarray(a.block_diff).mean(axis=0), _d_of(np.shape(a.block_diff)[-1])) for a in alongs]
+    return {k: np.stack([g[k] for g in G]) for k in ("U", "v", "full")}
+
+
+def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
+    """C2e across C3's seeds (``alongs``: seed -> :class:`AlongTrajectory`, one per seed, the same
+    lengths): the mean over the seeds of their max-over-steps gap curves (:func:`seed_curves`), its
+    slopes, ratios and rises jackknifed over the seeds (``n_seeds - 1`` degrees of freedom: the
+    trajectory's variation with C3's training tasks and the prompt sampling both); beside it
+    ``per_seed``, each seed's own fit with its prompt-sampling error (:func:`prompt_fit`)."""
+    seeds = sorted(alongs)
+    Ls = np.asarray(alongs[seeds[0]].L)
+    if any(not np.array_equal(alongs[s].L, Ls) for s in seeds):
+        raise ValueError("trajectory_fit: the seeds' records have different prompt lengths")
+    G = seed_curves([alongs[s] for s in seeds])
+    X = np.stack([G[k] for k in ("U", "v", "full")], axis=1)              # (n_seeds, 3, n_L)
+    val, se = metrics.jackknife_of_mean(lambda m: {k: curves.shape(Ls, m[i]) for i, k in enumerate(("U", "v", "full"))}, X)
+    a0 = alongs[seeds[0]]
+    out = dict(seeds=[int(s) for s in seeds], n_seeds=len(seeds), n_blocks=int(np.shape(a0.block_diff)[0]),
+               n_pairs=int(a0.n_pairs), n_prompts=int(n_prompts))
+    for k in ("U", "v", "full"):
+        out[k] = curves.fit(val[k], se[k], (), Ls, z, df=len(seeds) - 1)
+        out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
+    per = {s: prompt_fit(alongs[s], z, n_prompts) for s in seeds}
+    out["per_seed"] = {str(s): {k: {q: per[s][k][q] for q in ("slope_full", "slope_full_se", "max", "max_se")}
+                                for k in ("U", "v", "full")} for s in seeds}
     return out
 
 
@@ -333,10 +371,11 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     """C2's metrics from every measured setting and trajectory.
 
     ``design``: the C1 probe design (``results/c1/probes.json``); ``gaps``: setting name -> (its
-    probes (:func:`probes_of`), its :class:`GradientGaps`); ``trajectories``: C3 setting name -> its
-    :class:`AlongTrajectory`.
+    probes (:func:`probes_of`), its :class:`GradientGaps`); ``trajectories``: C3 setting name -> {C3
+    seed: its :class:`AlongTrajectory`}.
     Returns ``{"table": rows, "trajectory": rows, "metrics": dict}`` (the gap rows per probe and L,
-    the max-over-steps rows per L, and fits, summary, sweep and trajectory fits).
+    the max-over-steps rows per L: ``seed`` "mean" for the seed-mean curve with its seed-level error,
+    then each seed's own with its prompt-sampling error; and fits, summary, sweep and trajectory fits).
     """
     rows, fits, shallow = [], {}, {}
     for name, (probes, g) in gaps.items():
@@ -346,15 +385,22 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
         fits.update(fi)
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}
     traj, traj_rows = {}, []
-    for name, along in trajectories.items():
-        traj[name] = trajectory_fit(along, z, protocol.get("trajectory_n_prompts", 1))
+    for name, alongs in trajectories.items():
+        traj[name] = trajectory_fit(alongs, z, protocol.get("trajectory_n_prompts", 1))
         traj[name]["seed_log_slope"] = seed_log_slope
-        for j, L in enumerate(along.L):
-            traj_rows.append(dict(setting=name, L=int(L), **{f"max_{k}": float(getattr(along.max_gap, k)[j])
-                                                              for k in Parts._fields},
-                                  **{f"max_{k}_se": float(traj[name][k]["max_se"][j]) for k in Parts._fields},
-                                  **{f"argmax_step_{k}": int(getattr(along.argmax_step, k)[j]) for k in Parts._fields}))
-        progress(f"trajectory {name}: slope {traj[name]['full']['slope_full']:.3f} (seed log {seed_log_slope})")
+        t = traj[name]
+        for j, L in enumerate(alongs[t["seeds"][0]].L):
+            traj_rows.append(dict(setting=name, seed="mean", L=int(L),
+                                  **{f"max_{k}": t[k]["max"][j] for k in Parts._fields},
+                                  **{f"max_{k}_se": t[k]["max_se"][j] for k in Parts._fields}))
+        for s in t["seeds"]:
+            a, ps = alongs[s], t["per_seed"][str(s)]
+            for j, L in enumerate(a.L):
+                traj_rows.append(dict(setting=name, seed=str(s), L=int(L), **{f"max_{k}": ps[k]["max"][j] for k in Parts._fields},
+                                      **{f"max_{k}_se": ps[k]["max_se"][j] for k in Parts._fields},
+                                      **{f"argmax_step_{k}": int(getattr(a.argmax_step, k)[j]) for k in Parts._fields}))
+        progress(f"trajectory {name}: slope {t['full']['slope_full']:.3f} +- {t['full']['slope_full_se']:.3f} over seeds "
+                 f"{t['seeds']} (seed log {seed_log_slope})")
     for k, f in fits.items():
         progress(f"{k}: lambda {f['lambda_max']:.3f} U {f['U']['slope']:.3f} +- {f['U']['slope_se']:.3f} "
                  f"v {f['v']['slope']:.3f} +- {f['v']['slope_se']:.3f} (pred {-f['beta']:.3f}); "

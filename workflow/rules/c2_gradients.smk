@@ -5,7 +5,9 @@ from softlin import config_cost
 C2 = config["c2"]
 C2_SETTINGS = list(config["c1"]["settings"])
 C2_L = pow2_range(C2)
-C2_TRAJ = [(s, config["c3"]["seed0"]) for s in C2["trajectory"]["settings"]]
+# C2e: the first c2.trajectory.n_seeds of C3's seeds (the same seeds in every C3 setting)
+C2_TRAJ_SEEDS = [config["c3"]["seed0"] + config["c3"]["seed_stride"] * i for i in range(C2["trajectory"]["n_seeds"])]
+C2_TRAJ = C2["trajectory"]["settings"]
 # the threshold sweep's lambda_max targets measured in each setting (none outside the sweep's settings)
 C2_SWEEP = {s: C2["sweep"]["lambda"] if s in C2["sweep"]["settings"] else [] for s in C2_SETTINGS}
 
@@ -47,15 +49,17 @@ rule c2_measure:
 
 
 rule c2_trajectory:
-    """Gradient gaps at every recorded iterate of C3's linear(inf) run, on C3's training tasks."""
+    """Gradient gaps at every recorded iterate of C3's linear(inf) runs (its first n_seeds seeds, one
+    record each), on C3's training tasks; one job per setting (one compilation for its seeds)."""
     input:
-        traj="results/c3/trajectories/{setting}_s{seed}.npz",
-        tasks="results/c3/tasks/{setting}_s{seed}.npz",
+        traj=expand("results/c3/trajectories/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
+        tasks=expand("results/c3/tasks/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
         code=code_inputs("c2_trajectory.py"),
     output:
-        "results/c2/trajectory/{setting}_s{seed}.npz",
+        expand("results/c2/trajectory/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
     params:
         **named(
+            seeds=C2_TRAJ_SEEDS,
             L=config["c3"]["L"],
             n_blocks=C2["trajectory"]["n_blocks"],
             n_prompts=C2["trajectory"]["n_prompts"],
@@ -65,17 +69,17 @@ rule c2_trajectory:
     threads: 1
     resources:
         runtime=3,
-        mem_mb=1000 + int(3 * config_cost.trajectory_record_mb(config)),   # the record, built as a list then stacked
+        mem_mb=1000 + int(3 * config_cost.trajectory_record_mb(config)),   # one seed's record, built as a list then stacked
     group:
         "c2_probe"
     conda:
         "../envs/softlin.yaml"
     log:
-        logfile("c2", "trajectory_{setting}_s{seed}"),
+        logfile("c2", "trajectory_{setting}"),
     benchmark:
-        benchfile("c2", "trajectory_{setting}_s{seed}")
+        benchfile("c2", "trajectory_{setting}")
     message:
-        "C2: gradient gaps along C3's linear(inf) trajectory, {wildcards.setting} seed {wildcards.seed}"
+        "C2: gradient gaps along C3's linear(inf) trajectories, {wildcards.setting}, seeds {params.seeds}"
     script:
         "../scripts/c2_trajectory.py"
 
@@ -86,7 +90,7 @@ rule c2_metrics:
     input:
         probes="results/c1/probes.json",
         gaps=expand("results/c2/gaps/{setting}.npz", setting=C2_SETTINGS),
-        traj=[f"results/c2/trajectory/{s}_s{seed}.npz" for s, seed in C2_TRAJ],
+        traj=expand("results/c2/trajectory/{setting}_s{seed}.npz", setting=C2_TRAJ, seed=C2_TRAJ_SEEDS),
         code=code_inputs("c2_metrics.py"),
     output:
         table="results/c2/c2_gradients.csv",
@@ -97,7 +101,8 @@ rule c2_metrics:
             settings=C2_SETTINGS,
             sweep=C2["sweep"],
             probe_sweeps=C2_SWEEP,
-            traj_settings=[s for s, _ in C2_TRAJ],
+            traj_settings=C2_TRAJ,
+            traj_seeds=C2_TRAJ_SEEDS,
             seed_log_slope=C2["trajectory"]["seed_log_slope"],
             n_boot=C2["n_boot"],
             seed=C2["seed"],
@@ -106,11 +111,11 @@ rule c2_metrics:
             n_blocks=C2["n_blocks"],
             traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"], n_prompts=C2["trajectory"]["n_prompts"]),
             protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")}
-            | {"trajectory_n_prompts": C2["trajectory"]["n_prompts"]},
+            | {"trajectory_n_prompts": C2["trajectory"]["n_prompts"], "trajectory_n_seeds": C2["trajectory"]["n_seeds"]},
         ),
     resources:
         runtime=2,
-        mem_mb=800 + int(2 * len(C2_TRAJ) * config_cost.trajectory_record_mb(config)),
+        mem_mb=800 + int(2 * len(C2_TRAJ) * len(C2_TRAJ_SEEDS) * config_cost.trajectory_record_mb(config)),
     group:
         "c2_probe"
     conda:

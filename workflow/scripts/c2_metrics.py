@@ -18,8 +18,10 @@ def gaps(name: str, path) -> tuple[list[dict], c2.GradientGaps]:
     return probes, records.load(path, like)
 
 
-out = c2.summarize_all(design, {name: gaps(name, path) for name, path in zip(p.settings, i.gaps)},
-                       {name: records.load(path, c2.along_like(p.traj_record)) for name, path in zip(p.traj_settings, i.traj)},
+paths = iter(i.traj)   # expand's order: setting-major, then C3 seed
+trajectories = {name: {seed: records.load(next(paths), c2.along_like(p.traj_record)) for seed in p.traj_seeds}
+                for name in p.traj_settings}
+out = c2.summarize_all(design, {name: gaps(name, path) for name, path in zip(p.settings, i.gaps)}, trajectories,
                        p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, z=p.z, progress=log)
 save_csv(o.table, out["table"])
 save_csv(o.trajectory, out["trajectory"])

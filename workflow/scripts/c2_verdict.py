@@ -12,26 +12,36 @@ title = f"gradient concentration and its stability along training (preset {p.pre
 
 
 def units(path: str):
-    """The independent replicates behind a metric: prompts of C3's antithetic training pairs along the
-    trajectory (C3's own and fresh draws, independent given the trajectory; jackknifed in blocks of
-    pairs), C2's task blocks elsewhere."""
+    """The independent replicates behind a metric: C3's seeds (their trajectories) along the
+    trajectory, C2's task blocks elsewhere."""
     if path.startswith("trajectory."):
-        t = metrics["trajectory"][path.split(".")[1]]
-        return t["n_pairs"] * t.get("n_prompts", 1), "prompts of C3's training pairs"
+        return metrics["trajectory"][path.split(".")[1]]["n_seeds"], "C3 seeds (trajectories)"
     return metrics["protocol"]["n_blocks"], "task blocks"
 
 
+def per_seed_markdown(traj: dict) -> str:
+    """Each C3 seed's own C2e slope (full gradient) with its prompt-sampling error, beside the seed mean's."""
+    rows = ["| setting | seed-mean slope_full (s.e. over seeds) | each seed's slope_full (s.e. over its prompt draws) |",
+            "|---|---|---|"]
+    for name, t in traj.items():
+        each = "; ".join(f"{s}: {v['full']['slope_full']:.3f} +/- {v['full']['slope_full_se']:.3f}" for s, v in t["per_seed"].items())
+        rows.append(f"| {name} | {t['full']['slope_full']:.3f} +/- {t['full']['slope_full_se']:.3f} ({t['n_seeds']} seeds) | {each} |")
+    return "\n".join(rows) + "\n"
+
+
 TRAJ_NOTE = (
-    "\nAlong C3's linear(inf) trajectory (C2e) the standard errors come from a jackknife over blocks of "
-    "C3's antithetic training pairs, each block once with C3's own prompts and once per fresh prompt draw "
-    "(`c2.trajectory.n_prompts`; the same w and queries, new covariates): linear(inf) reads only w and the "
-    "queries, so given the trajectory the prompts of the blocks are independent, and the error is that of "
-    "the prompt sampling along this one trajectory (C3's first seed). The trajectory's own variation with "
-    "the training tasks would need C3's other seeds (their linear(inf) runs).\n")
+    "\nAlong C3's linear(inf) trajectories (C2e) each C3 seed's max-over-steps gap curve is the norm of the "
+    "mean gradient difference over its training pairs, once with C3's own prompts and once per fresh prompt "
+    "draw (`c2.trajectory.n_prompts`; the same w and queries, new covariates), maximised over the recorded "
+    "steps. C2e reads the mean of these curves over C3's first `c2.trajectory.n_seeds` seeds, and its standard "
+    "errors are a jackknife over the seeds (n_seeds - 1 degrees of freedom): each seed redraws C3's training "
+    "tasks, so the error covers the trajectory's own variation as well as the prompt sampling. Each seed's own "
+    "slope, with the error of its prompt sampling alone (jackknife over blocks of its training pairs and "
+    "prompt draws):\n\n")
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
 verdict_report.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),
-                extra_md=curves.SE_NOTE + TRAJ_NOTE + "\n"
+                extra_md=curves.SE_NOTE + TRAJ_NOTE + per_seed_markdown(metrics["trajectory"]) + "\n"
                 + curves.estimator_markdown(metrics["fits"], ("U", "v"))
                 + "\n" + curves.needed_markdown(need), log=log, checks=list(p.checks), z=p.z)
