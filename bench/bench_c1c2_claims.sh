@@ -1,8 +1,9 @@
 #!/bin/bash
 # Wall time of the whole of C1 and C2 (`snakemake --cores 2 c1 c2`) from empty results/c1 and
 # results/c2, for two working copies side by side, interleaved (old, new, old, new, ...) so that a
-# shared machine's load falls on both alike; not a test. The two C3 trajectories C2's trajectory
-# rule reads are built first, untimed (C3's cost is not C1's or C2's).
+# shared machine's load falls on both alike; not a test. The C3 trajectories C2's trajectory rule
+# reads (seeds 777 + 13 i, i < 5, of both Gaussian settings: the default's c2.trajectory.n_seeds) are
+# built first, untimed (C3's cost is not C1's or C2's).
 #
 #   bash bench/bench_c1c2_claims.sh OLD_COPY NEW_COPY [ROUNDS]
 #
@@ -10,7 +11,7 @@
 # `git worktree add /tmp/old 54c5f67` with `ln -s $PWD/.venv /tmp/old/.venv`.
 set -u
 OLD=$1 NEW=$2 ROUNDS=${3:-2}
-W="results/c3/trajectories/isotropic_s777.npz results/c3/trajectories/anisotropic_s777.npz"
+W=$(for s in isotropic anisotropic; do for seed in 777 790 803 816 829; do echo "results/c3/trajectories/${s}_s${seed}.npz"; done; done)
 for d in "$OLD" "$NEW"; do
   (cd "$d" && PYTHONPATH=$PWD .venv/bin/snakemake --cores 2 $W > /dev/null 2>&1) || { echo "warm-up failed in $d"; exit 1; }
 done
