@@ -21,7 +21,7 @@ from .revision import revision_line
 from .status_badge import MARK, status_html  # noqa: F401  (MARK: the marks, re-exported)
 from .status_badge import STYLE as BADGE_STYLE
 from .verdict import DEFAULT_Z
-from .verdict_report import _tallies, fmt_test, marks, overview_revision, overview_rows
+from .verdict_report import _tallies, fmt_p, fmt_test, marks, overview_revision, overview_rows
 
 # (header, width: the short columns in em of the table's type, a status badge's width; the reading
 # takes what is left, so a row fits any width from about 900 px)
@@ -77,7 +77,7 @@ def _threshold_cell(v: dict) -> str:
 def _row(v: dict, r: dict) -> str:
     """One criterion: its id, the raw status over the family-wide one, p, the reading, the threshold."""
     cells = [_id_cell(v), status_html(r["status"]) + "<br>" + status_html(r["family"], "family-wide status (Holm)"),
-             _html(f"{r['p']:.2g} ({r['holm_level']:.2g})")]
+             _html(f"{fmt_p(r['p'])} ({r['holm_level']:.2g})")]
     wrapped = [_lines([fmt_test(t) for t in v["tests"]]), _threshold_cell(v)]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "".join(
         f'<td class="softlin-wrap">{c}</td>' for c in wrapped) + "</tr>"

@@ -30,6 +30,12 @@ def _num(x) -> str:
     return f"{x:g}" if isinstance(x, float) and (not math.isfinite(x) or x == int(x)) else _fmt(x)  # nan: "nan"
 
 
+def fmt_p(p: float) -> str:
+    """A p-value for the tables: two significant digits; one that underflowed to 0 (a value hundreds of
+    standard errors from its threshold) as ``<1e-300``, not a 0 that reads as a certainty."""
+    return "<1e-300" if p == 0 else f"{p:.2g}"
+
+
 def fmt_test(r: dict) -> str:
     """A test's reading for the table: the last two parts of its path, ``value +/- se`` (a count:
     ``n in [lo, hi]``, its interval from the rises'; ``(exact)``), the degrees of freedom and the
@@ -88,7 +94,7 @@ def _table(verdicts: list[dict], mark_after_run: bool = True, escape_pipes: bool
             thr += " (conclusive only if " + "; ".join(
                 f"`{p['test']}`" + ("" if p["holds"] else f" [{p['outcome']}: {fmt_test(p)}]")
                 for p in v["preconditions"]) + ")"
-        p = f"{v['p']:.2g}" if "p" in v else "-"
+        p = fmt_p(v["p"]) if "p" in v else "-"
         lines.append(row(f"{v['id']}{marks(v, mark_after_run)}", f"**{v['status']}**", p, v["statement"], measured, thr))
     return lines
 
@@ -235,7 +241,7 @@ def overview_markdown(claims: Mapping, revisions: Mapping | None = None) -> str:
               "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['claim']} | {r['id']} | **{r['status']}** | **{r['family']}** | "
-                     f"{r['p']:.2g} ({r['holm_level']:.2g}) | {r['reading']} | {r['threshold']} |")
+                     f"{fmt_p(r['p'])} ({r['holm_level']:.2g}) | {r['reading']} | {r['threshold']} |")
     return ("\n".join(lines) + "\n\n"
             f"Status: the raw status of each criterion at the two-sided level {student.level(z):.2%} per test "
             f"(Student t with each error's df). Family-wide: Holm's step-down over the {len(rows)} criteria above "

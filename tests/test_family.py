@@ -191,3 +191,13 @@ def test_replication_with_the_t_law_by_hand():
     scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.05 * math.sqrt(5 / k) < 0.05)
     assert verdict.replication_to_decide(0.3, 0.05, 5, 0.25, 2, t_law=True) == scan
     assert scan > 20 and verdict.replication_to_decide(0.3, 0.05, 5, 0.25, 2) == pytest.approx(20.0)
+
+
+def test_a_p_value_that_underflows_prints_as_a_bound():
+    """C2f's reading (-0.00233 +/- 0.000446 against > -0.15, 255 df: 331 standard errors) has a p-value
+    below the smallest double: the tables print it as '<1e-300', not '0'; others keep two digits."""
+    from softlin import intervals, verdict_report
+    p_hold, _ = intervals.entry_p(">", -0.15, -0.002331, 0.0004461, 255)
+    assert p_hold == 0.0
+    assert verdict_report.fmt_p(p_hold) == "<1e-300"
+    assert verdict_report.fmt_p(0.0082) == "0.0082" and verdict_report.fmt_p(1.0) == "1"

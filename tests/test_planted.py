@@ -80,6 +80,24 @@ def test_without_heavy_probes_plant_is_task_integral():
     np.testing.assert_array_equal(a.diff, b.diff)
 
 
+def test_a_setting_without_planted_components_is_labelled_task_integral():
+    """c2.summarize_all with estimator plant: a Gaussian setting with a probe at lambda_max >= 1/4 reads
+    'plant'; a Rademacher one (no components: task_integral's numbers, checked here bit for bit) reads
+    'task_integral' on its verdict table."""
+    Ls = [4, 16, 64, 256, 1024]
+    gauss, gp = _design(np.eye(3), [0.1, 0.3])
+    rad = dict(name="r", sigma=np.eye(3).tolist(), token_kind="rademacher")
+    rp = conc.probe_design(np.eye(3), eq9=False, star=False, scaled_lambda=[0.3])
+    gaps = {"t": (gp, c2.measure(gauss, gp, Ls, 7, 3, 2, 2, progress=lambda m: None, estimator="plant")),
+            "r": (rp, c2.measure(rad, rp, Ls, 7, 3, 2, 2, progress=lambda m: None, estimator="plant"))}
+    ti = c2.measure(rad, rp, Ls, 7, 3, 2, 2, progress=lambda m: None, estimator="task_integral")
+    np.testing.assert_array_equal(gaps["r"][1].msq_U, ti.msq_U)
+    out = c2.summarize_all({"t": gauss, "r": rad}, gaps, {}, [], 20, 1, -0.34, {"estimator": "plant"},
+                           progress=lambda m: None)["metrics"]["fits"]
+    assert {k: f["U"]["estimator"] for k, f in out.items()} == {
+        "t/star_x0.416": "plant", "t/star_x0.721": "plant", "r/star_x0.721": "task_integral"}
+
+
 def test_draw_plants_tau_along_the_direction():
     """With eps = 1 every prompt holds one token at whitened score tau_c + N(0, 1) along c_hat, at a
     position below its L_k; the other tokens are untouched."""

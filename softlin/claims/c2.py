@@ -21,7 +21,7 @@ import numpy as np
 from .. import concentration as conc
 from .. import importance, metrics, train
 from ..params import Params, split_flat
-from ..planted import grad_gaps_plant
+from ..planted import grad_gaps_plant, plant_probes
 from ..records import Spec
 from ..task_integral import grad_gaps_task_integral
 from ..tasks import Tasks, check_sigma, redraw_prompts
@@ -379,8 +379,11 @@ def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, 
     """
     rows, fits, shallow = [], {}, {}
     for name, (probes, g) in gaps.items():
+        est = protocol.get("estimator")
+        if est == "plant" and not len(plant_probes([p["lambda_max"] for p in probes], design[name]["token_kind"])):
+            est = "task_integral"   # no planted components (bounded tokens, or lambda_max < 1/4): task_integral's numbers
         r, fi, shallow[name] = summarize(design[name], probes, g.diff, g.L, n_boot, seed, {"U": g.msq_U, "v": g.msq_v}, z,
-                                         g.tilt, g.diag, protocol.get("estimator"))
+                                         g.tilt, g.diag, est)
         rows += r
         fits.update(fi)
     sweep = {name: sweep_summary(fits, name, shallow[name]) for name in sweep_settings}

@@ -23,9 +23,11 @@ def per_seed_markdown(traj: dict) -> str:
     """Each C3 seed's own C2e slope (full gradient) with its prompt-sampling error, beside the seed mean's."""
     rows = ["| setting | seed-mean slope_full (s.e. over seeds) | each seed's slope_full (s.e. over its prompt draws) |",
             "|---|---|---|"]
+    def slope(f):
+        return f"{f['slope_full']:.3f} +/- {f['slope_full_se']:.3f}"
     for name, t in traj.items():
-        each = "; ".join(f"{s}: {v['full']['slope_full']:.3f} +/- {v['full']['slope_full_se']:.3f}" for s, v in t["per_seed"].items())
-        rows.append(f"| {name} | {t['full']['slope_full']:.3f} +/- {t['full']['slope_full_se']:.3f} ({t['n_seeds']} seeds) | {each} |")
+        each = "; ".join(f"{s}: {slope(v['full'])}" for s, v in t["per_seed"].items())
+        rows.append(f"| {name} | {slope(t['full'])} ({t['n_seeds']} seeds) | {each} |")
     return "\n".join(rows) + "\n"
 
 
