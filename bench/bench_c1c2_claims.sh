@@ -1,9 +1,9 @@
 #!/bin/bash
 # Wall time of the whole of C1 and C2 (`snakemake --cores 2 c1 c2`) from empty results/c1 and
 # results/c2, for two working copies side by side, interleaved (old, new, old, new, ...) so that a
-# shared machine's load falls on both alike; not a test. The C3 trajectories C2's trajectory rule
-# reads (seeds 777 + 13 i, i < 5, of both Gaussian settings: the default's c2.trajectory.n_seeds) are
-# built first, untimed (C3's cost is not C1's or C2's).
+# shared machine's load falls on both alike; not a test. The C3 tasks and trajectories of seeds
+# 777 + 13 i, i < 5, of both Gaussian settings (what C2's trajectory rule reads, from stop 39 the tasks
+# alone; before it the trajectories of seed 777) are built first, untimed (C3's cost is not C1's or C2's).
 #
 #   bash bench/bench_c1c2_claims.sh OLD_COPY NEW_COPY [ROUNDS]
 #

@@ -215,3 +215,28 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
     bad[777] = alongs[777]._replace(L=Ls * 2)
     with pytest.raises(ValueError, match="different prompt lengths"):
         c2.trajectory_fit(bad)
+
+
+def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
+    """C2's trajectory job trains linear(inf) itself (it reads no prompt, so C2 needs C3's tasks, not its
+    softmax(L) trainings): c3.train_limit on C3's smoke tasks, here, equals the limit run of C3's own
+    record, written by its c3_train job in another process, bit for bit; C2e's record of that seed has
+    its recorded steps."""
+    import jax
+
+    from softlin import records, workflow_config
+    from softlin.claims import c3
+
+    cfg = workflow_config.load(smoke_built, {"preset": "smoke"})[0]
+    c = cfg["c3"]
+    res = smoke_built / "results"
+    for setting in cfg["c2"]["trajectory"]["settings"]:
+        tasks = T.Tasks.load(res / "c3" / "tasks" / f"{setting}_s{c['seed0']}.npz")
+        ours = c3.train_limit(tasks, c["lr"], c["steps"], c["record_every"], c["loop_convention"])
+        theirs = records.load(res / "c3" / "trajectories" / f"{setting}_s{c['seed0']}.npz", c3.runs_like(c)).limit
+        for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        along = records.load(res / "c2" / "trajectory" / f"{setting}_s{c['seed0']}.npz",
+                             c2.along_like(dict(c, n_blocks=cfg["c2"]["trajectory"]["n_blocks"],
+                                                n_prompts=cfg["c2"]["trajectory"]["n_prompts"])))
+        np.testing.assert_array_equal(along.step, theirs.step)

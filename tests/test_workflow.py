@@ -159,8 +159,9 @@ def test_every_job_records_its_params_with_their_names(smoke_built):
     assert n >= 40, n  # the smoke build's outputs with params (the whole default DAG)
 
 
-# C2's "C2e" measures gradient gaps along C3's own linear(inf) trajectories (results/c3/...), so
-# a C3 protocol change legitimately reruns that C2 job and C2's summaries; nothing else.
+# C2's "C2e" measures gradient gaps along C3's linear(inf) runs (on C3's tasks, trained in the C2 job
+# with C3's protocol knobs), so a C3 protocol change legitimately reruns that C2 job and C2's
+# summaries; nothing else.
 C3_CONSUMERS = {"c2_trajectory", "c2_metrics", "c2_figure", "c2_verdict", "c2", "verdict_overview", "report_front"}
 
 

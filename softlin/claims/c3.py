@@ -46,6 +46,14 @@ def runs_like(cfg: dict) -> Runs:
     return Runs(t, by_L, dict(by_L), SeedOrderRuns(t, dict(by_L)) if cfg["offblock_seed_order"] else None)
 
 
+def train_limit(tasks, lr, steps, record_every, convention, reduction: str = "pairs") -> Trajectory:
+    """The linear(inf) run on ``tasks`` from Eq. (9) (``params.init_eq9``): the first run of
+    :func:`train_setting`, and the trajectory C2e reads (it needs no prompt, so C2 trains it itself)."""
+    return jax.device_get(train.gradient_descent("limit", params.init_eq9(tasks.sigma), tasks, lr=lr, steps=steps,
+                                                 record_every=record_every, convention=convention,
+                                                 reduction=reduction))
+
+
 def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print,
                   seed_order: bool = False) -> Runs:
     """All trajectories of one (setting, seed): ``limit`` once, ``softmax`` and ``linear`` per L.
@@ -63,8 +71,8 @@ def train_setting(tasks, Ls, lr, steps, record_every, convention, progress=print
         return jax.device_get(train.gradient_descent(model, p0, tasks, L=L, lr=lr, steps=steps,
                                                      record_every=record_every, convention=convention,
                                                      reduction=reduction))
-    limit = run("limit")
-    so_limit = run("limit", reduction="seed_order") if seed_order else None
+    limit = train_limit(tasks, lr, steps, record_every, convention)
+    so_limit = train_limit(tasks, lr, steps, record_every, convention, "seed_order") if seed_order else None
     progress(f"linear(inf) done; {len(Ls)} prompt lengths to go")
     soft, lin, so_soft = {}, {}, {}
     for i, L in enumerate(Ls):

@@ -50,9 +50,10 @@ rule c2_measure:
 
 rule c2_trajectory:
     """Gradient gaps at every recorded iterate of C3's linear(inf) runs (its first n_seeds seeds, one
-    record each), on C3's training tasks; one job per setting (one compilation for its seeds)."""
+    record each), on C3's training tasks; one job per setting (one compilation for its seeds). The
+    linear(inf) run needs no prompt, so the job trains it (C3's protocol, bit for bit C3's run) and
+    needs C3's tasks only, not its softmax(L) trainings."""
     input:
-        traj=expand("results/c3/trajectories/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
         tasks=expand("results/c3/tasks/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
         code=code_inputs("c2_trajectory.py"),
     output:
@@ -64,7 +65,10 @@ rule c2_trajectory:
             n_blocks=C2["trajectory"]["n_blocks"],
             n_prompts=C2["trajectory"]["n_prompts"],
             prompt_seed=C2["trajectory"]["prompt_seed"],
-            c3_record=C3_RECORD,
+            lr=config["c3"]["lr"],
+            steps=config["c3"]["steps"],
+            record_every=config["c3"]["record_every"],
+            convention=config["c3"]["loop_convention"],
         ),
     threads: 1
     resources:
@@ -79,7 +83,7 @@ rule c2_trajectory:
     benchmark:
         benchfile("c2", "trajectory_{setting}")
     message:
-        "C2: gradient gaps along C3's linear(inf) trajectories, {wildcards.setting}, seeds {params.seeds}"
+        "C2: linear(inf) on C3's tasks and its gradient gaps, {wildcards.setting}, seeds {params.seeds}"
     script:
         "../scripts/c2_trajectory.py"
 
