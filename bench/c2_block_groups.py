@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from softlin import calibration, importance, records, verdict  # noqa: E402
-from softlin.claims import c2  # noqa: E402
+from softlin.claims import c2, c2e  # noqa: E402
 from softlin.io import load_json  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def main() -> None:
                     n_blocks=c2c["trajectory"]["n_blocks"], n_prompts=c2c["trajectory"]["n_prompts"])
     tres = Path(args.traj_results or args.results)
     seeds = [c3c["seed0"] + c3c["seed_stride"] * i for i in range(c2c["trajectory"]["n_seeds"])]
-    trajs = {s: {seed: records.load(tres / "c2" / "trajectory" / f"{s}_s{seed}.npz", c2.along_like(traj_cfg)) for seed in seeds}
+    trajs = {s: {seed: records.load(tres / "c2" / "trajectory" / f"{s}_s{seed}.npz", c2e.along_like(traj_cfg)) for seed in seeds}
              for s in c2c["trajectory"]["settings"]}
     protocol = dict({k: c2c[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_pairs", "n_query", "estimator")},
                     n_blocks=args.group, trajectory_n_prompts=c2c["trajectory"]["n_prompts"])

@@ -14,7 +14,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from softlin import records  # noqa: E402
-from softlin.claims import c2, c3  # noqa: E402
+from softlin.claims import c2e, c3  # noqa: E402
 from softlin.tasks import Tasks  # noqa: E402
 
 cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / 'config' / 'config.yaml').read_text())
@@ -24,9 +24,9 @@ N_PROMPTS = 48   # the documented study's draws per training pair (c2.trajectory
 for seed in map(int, sys.argv[3:]):
     tasks = Tasks.load(res / 'c3' / 'tasks' / f'{st}_s{seed}.npz')
     traj = records.load(res / 'c3' / 'trajectories' / f'{st}_s{seed}.npz', c3.runs_like(cfg['c3']))
-    out = c2.along_trajectory(traj.limit, tasks, cfg['c3']['L'], t['n_blocks'], progress=lambda s: None,
+    out = c2e.along_trajectory(traj.limit, tasks, cfg['c3']['L'], t['n_blocks'], progress=lambda s: None,
                               n_prompts=N_PROMPTS, prompt_seed=t['prompt_seed'])
-    f = c2.prompt_fit(out, 1.964, N_PROMPTS)['full']
+    f = c2e.prompt_fit(out, 1.964, N_PROMPTS)['full']
     r, se = np.array(f['n_increases_rises']), np.array(f['n_increases_rises_se'])
     lo, hi = int(np.sum(r - 1.964 * se > 0)), int(np.sum(r + 1.964 * se > 0))
     print(f"{st} seed {seed}: slope_full {f['slope_full']:+.3f} +/- {f['slope_full_se']:.3f}; rises in [{lo}, {hi}]; "

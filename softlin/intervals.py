@@ -86,10 +86,13 @@ def count_bounds(rises, rises_se, m: float) -> tuple[float, float]:
             float(sum(d + m * s > 0 for d, s in zip(rises, rises_se))))
 
 
+P_UNDERFLOW = 5e-324   # the smallest positive double: a sampled value's p that underflowed (exact values' p is 0)
+
+
 def _p_of(distance: float, se: float, df) -> float:
     if se == 0:
         return 0.0 if distance != 0 else 1.0
-    return student.p_two_sided(distance / se, df)
+    return max(student.p_two_sided(distance / se, df), P_UNDERFLOW)
 
 
 def entry_p(op: str, threshold, x: float, se: float, df) -> tuple[float, float]:

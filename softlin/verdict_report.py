@@ -31,9 +31,10 @@ def _num(x) -> str:
 
 
 def fmt_p(p: float) -> str:
-    """A p-value for the tables: two significant digits; one that underflowed to 0 (a value hundreds of
-    standard errors from its threshold) as ``<1e-300``, not a 0 that reads as a certainty."""
-    return "<1e-300" if p == 0 else f"{p:.2g}"
+    """A p-value for the tables: two significant digits; a sampled value's p below 1e-300 (hundreds of
+    standard errors from its threshold; :data:`softlin.intervals.P_UNDERFLOW` where the double
+    underflowed) as ``<1e-300``; an exact value's 0 as ``0``."""
+    return "<1e-300" if 0 < p < 1e-300 else f"{p:.2g}"
 
 
 def fmt_test(r: dict) -> str:

@@ -5,7 +5,7 @@ import pytest
 from softlin import concentration as conc
 from softlin import metrics, models, population
 from softlin import tasks as T
-from softlin.claims import c2
+from softlin.claims import c2, c2e
 from softlin.params import Params
 
 
@@ -139,7 +139,7 @@ def test_pair_blocks_partition_the_pairs_and_average_to_the_pooled_gap():
     of all tasks (conc.grad_gaps on the whole set, to 1e-10)."""
     sigma = np.diag([2.0, 1.0, 0.5])
     tk = T.sample(5, 3, sigma, 6, 2, 64)
-    blocks = c2.pair_blocks(tk, 3)
+    blocks = c2e.pair_blocks(tk, 3)
     assert [b.n_pairs for b in blocks] == [2, 2, 2]
     seen = np.concatenate([b.w[:b.n_pairs] for b in blocks])
     np.testing.assert_array_equal(seen, tk.w[:6])
@@ -152,7 +152,7 @@ def test_pair_blocks_partition_the_pairs_and_average_to_the_pooled_gap():
     mean = np.mean([conc.grad_gaps(plist, b, Ls) for b in blocks], axis=0)
     np.testing.assert_allclose(mean, conc.grad_gaps(plist, tk, Ls), rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="divide"):
-        c2.pair_blocks(tk, 4)
+        c2e.pair_blocks(tk, 4)
 
 
 @pytest.mark.parametrize("n", [3, 7])
@@ -176,7 +176,7 @@ def test_jackknife_shape_of_mean_equals_the_generic_path(rng, n):
 
 # --------------------------------------------------------------------------- issue 31: C2e across C3's seeds
 def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
-    """c2.trajectory_fit on four seeds' records against numpy written here: each seed's curve the max over
+    """c2e.trajectory_fit on four seeds' records against numpy written here: each seed's curve the max over
     steps of the norm of its units' mean difference (U, v, full), the fitted curve their mean, its s.e.
     std(ddof=1) / sqrt(n) at each L (the jackknife of a mean), slope_full and each rise jackknifed over the
     seeds by np.delete and np.polyfit, df = n_seeds - 1; per_seed the seed's own fit."""
@@ -185,9 +185,9 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
     alongs = {}
     for s in (777, 790, 803, 816):
         bd = rng.normal(size=(6, n_rec, len(Ls), K)) * 0.3 + np.linspace(2.0, 0.5, len(Ls))[None, None, :, None]
-        z = c2.Parts(*(np.zeros((n_rec, len(Ls))) for _ in range(3)))
-        alongs[s] = c2.AlongTrajectory(np.arange(n_rec) * 10, Ls, bd, np.array(6), z, z, z)
-    out = c2.trajectory_fit(alongs, z=2.0, n_prompts=3)
+        z = c2e.Parts(*(np.zeros((n_rec, len(Ls))) for _ in range(3)))
+        alongs[s] = c2e.AlongTrajectory(np.arange(n_rec) * 10, Ls, bd, np.array(6), z, z, z)
+    out = c2e.trajectory_fit(alongs, z=2.0, n_prompts=3)
     split = {"U": slice(0, (d + 1) ** 2), "v": slice((d + 1) ** 2, K), "full": slice(0, K)}
 
     def curve(bd, part):
@@ -214,7 +214,7 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
     bad = dict(alongs)
     bad[777] = alongs[777]._replace(L=Ls * 2)
     with pytest.raises(ValueError, match="different prompt lengths"):
-        c2.trajectory_fit(bad)
+        c2e.trajectory_fit(bad)
 
 
 def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
@@ -237,6 +237,6 @@ def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
         for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
         along = records.load(res / "c2" / "trajectory" / f"{setting}_s{c['seed0']}.npz",
-                             c2.along_like(dict(c, n_blocks=cfg["c2"]["trajectory"]["n_blocks"],
+                             c2e.along_like(dict(c, n_blocks=cfg["c2"]["trajectory"]["n_blocks"],
                                                 n_prompts=cfg["c2"]["trajectory"]["n_prompts"])))
         np.testing.assert_array_equal(along.step, theirs.step)

@@ -198,6 +198,8 @@ def test_a_p_value_that_underflows_prints_as_a_bound():
     below the smallest double: the tables print it as '<1e-300', not '0'; others keep two digits."""
     from softlin import intervals, verdict_report
     p_hold, _ = intervals.entry_p(">", -0.15, -0.002331, 0.0004461, 255)
-    assert p_hold == 0.0
+    assert 0 < p_hold < 1e-300                                   # not 0: it carries a standard error
     assert verdict_report.fmt_p(p_hold) == "<1e-300"
+    exact, _ = intervals.entry_p(">", -0.15, -0.002331, 0.0, None)
+    assert exact == 0.0 and verdict_report.fmt_p(exact) == "0"   # an exact value: certain
     assert verdict_report.fmt_p(0.0082) == "0.0082" and verdict_report.fmt_p(1.0) == "1"

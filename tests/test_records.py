@@ -221,31 +221,31 @@ def test_c2_gap_record_reads_back_against_its_template(tmp_path):
 
 
 def test_c2_trajectory_record_reads_back_against_its_config_template(tmp_path):
-    """c2.AlongTrajectory against c2.along_like(C3's d, L, steps, record_every + C2's n_blocks): what
-    c2.along_trajectory computes on a short C3 run, bit for bit against arrays built beside it; another
+    """c2e.AlongTrajectory against c2e.along_like(C3's d, L, steps, record_every + C2's n_blocks): what
+    c2e.along_trajectory computes on a short C3 run, bit for bit against arrays built beside it; another
     block count is refused."""
-    from softlin.claims import c2, c3
+    from softlin.claims import c2e, c3
     from softlin.tasks import sample
 
     tasks = sample(7, 2, np.eye(2), 4, 1, 16, "gauss")
     cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "n_blocks": 2}
     limit = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None).limit
-    out = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
+    out = c2e.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
     records.save(tmp_path / "t.npz", out)
-    back = records.load(tmp_path / "t.npz", c2.along_like(cfg))
-    assert isinstance(back, c2.AlongTrajectory) and isinstance(back.max_gap, c2.Parts)
+    back = records.load(tmp_path / "t.npz", c2e.along_like(cfg))
+    assert isinstance(back, c2e.AlongTrajectory) and isinstance(back.max_gap, c2e.Parts)
     # the expected leaves, computed from the block differences beside the codec
     bd = np.asarray(out.block_diff)
     mean = bd.mean(axis=0)
-    gap = c2.Parts(np.linalg.norm(mean[..., :9], axis=-1), np.linalg.norm(mean[..., 9:], axis=-1),
+    gap = c2e.Parts(np.linalg.norm(mean[..., :9], axis=-1), np.linalg.norm(mean[..., 9:], axis=-1),
                    np.linalg.norm(mean, axis=-1))
     step = np.asarray(limit.step)
-    want = c2.AlongTrajectory(step, np.array([4, 16]), bd, np.array(4), gap, c2.Parts(*(g.max(axis=0) for g in gap)),
-                              c2.Parts(*(step[g.argmax(axis=0)] for g in gap)))
+    want = c2e.AlongTrajectory(step, np.array([4, 16]), bd, np.array(4), gap, c2e.Parts(*(g.max(axis=0) for g in gap)),
+                              c2e.Parts(*(step[g.argmax(axis=0)] for g in gap)))
     assert bd.shape == (2, len(step), 2, 12)
     _same_leaves(back, want)
     with pytest.raises(RecordError, match=r"\.block_diff: shape \(2, 3, 2, 12\), the template expects \(3, 3, 2, 12\)"):
-        records.load(tmp_path / "t.npz", c2.along_like({**cfg, "n_blocks": 3}))
+        records.load(tmp_path / "t.npz", c2e.along_like({**cfg, "n_blocks": 3}))
 
 
 def test_c2_trajectory_prompt_draws(tmp_path):
@@ -253,15 +253,15 @@ def test_c2_trajectory_prompt_draws(tmp_path):
     draw's are conc.grad_gaps on tasks with the same w and queries and the covariates of
     tasks.redraw_prompts(seed + 1); the record reads back against along_like with n_prompts."""
     from softlin import concentration as conc
-    from softlin.claims import c2, c3
+    from softlin.claims import c2e, c3
     from softlin.params import Params
     from softlin.tasks import redraw_prompts, sample
 
     tasks = sample(7, 2, np.eye(2), 4, 1, 16, "gauss")
     cfg = {"d": 2, "L": [4, 16], "steps": 20, "record_every": 10, "n_blocks": 2, "n_prompts": 2}
     limit = c3.train_setting(tasks, cfg["L"], 0.01, 20, 10, "seed", progress=lambda m: None).limit
-    one = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
-    two = c2.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None, n_prompts=2, prompt_seed=40)
+    one = c2e.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None)
+    two = c2e.along_trajectory(limit, tasks, cfg["L"], 2, progress=lambda m: None, n_prompts=2, prompt_seed=40)
     bd = np.asarray(two.block_diff)
     assert bd.shape == (4, 3, 2, 12)
     np.testing.assert_array_equal(bd[:2], np.asarray(one.block_diff))
@@ -269,10 +269,10 @@ def test_c2_trajectory_prompt_draws(tmp_path):
     assert np.array_equal(fresh.w, tasks.w) and np.array_equal(fresh.xq, tasks.xq)
     assert not np.array_equal(fresh.x, tasks.x) and np.array_equal(fresh.x[:4], fresh.x[4:])
     plist = [Params(limit.params.U[t], limit.params.v[t]) for t in range(3)]
-    first = c2.pair_blocks(fresh, 2)[0]
+    first = c2e.pair_blocks(fresh, 2)[0]
     np.testing.assert_array_equal(bd[2], conc.grad_gaps(plist, first, cfg["L"]))
     records.save(tmp_path / "t.npz", two)
-    assert records.load(tmp_path / "t.npz", c2.along_like(cfg)).block_diff.shape == (4, 3, 2, 12)
+    assert records.load(tmp_path / "t.npz", c2e.along_like(cfg)).block_diff.shape == (4, 3, 2, 12)
     # the jobs' memory request counts this record's bytes
     from softlin import config_cost
     cost_cfg = {"c3": {k: cfg[k] for k in ("d", "L", "steps", "record_every")},

@@ -1,7 +1,7 @@
 """C2 rule c2_metrics: gradient gaps, slopes vs -beta, sweep, trajectory maxima (CSV + JSON)."""
 
 from softlin import records
-from softlin.claims import c2
+from softlin.claims import c2, c2e
 from softlin.io import load_json, save_csv, save_json
 from softlin.progress import Progress
 
@@ -19,7 +19,7 @@ def gaps(name: str, path) -> tuple[list[dict], c2.GradientGaps]:
 
 
 paths = iter(i.traj)   # expand's order: setting-major, then C3 seed
-trajectories = {name: {seed: records.load(next(paths), c2.along_like(p.traj_record)) for seed in p.traj_seeds}
+trajectories = {name: {seed: records.load(next(paths), c2e.along_like(p.traj_record)) for seed in p.traj_seeds}
                 for name in p.traj_settings}
 out = c2.summarize_all(design, {name: gaps(name, path) for name, path in zip(p.settings, i.gaps)}, trajectories,
                        p.sweep["settings"], p.n_boot, p.seed, p.seed_log_slope, p.protocol, z=p.z, progress=log)

@@ -5,7 +5,7 @@ import os
 os.environ["OMP_NUM_THREADS"] = str(snakemake.threads)  # (before the kernel loads)
 
 from softlin import records
-from softlin.claims import c2, c3
+from softlin.claims import c2e, c3
 from softlin.progress import Progress
 from softlin.tasks import Tasks
 
@@ -15,7 +15,7 @@ for seed, tasks_path, out_path in zip(p.seeds, snakemake.input.tasks, snakemake.
     tasks = Tasks.load(tasks_path)
     limit = c3.train_limit(tasks, p.lr, p.steps, p.record_every, p.convention)
     log(f"seed {seed}: linear(inf) trained ({p.steps} steps)")
-    out = c2.along_trajectory(limit, tasks, p.L, p.n_blocks, progress=lambda m, s=seed: log(f"seed {s}: {m}"),
+    out = c2e.along_trajectory(limit, tasks, p.L, p.n_blocks, progress=lambda m, s=seed: log(f"seed {s}: {m}"),
                               n_prompts=p.n_prompts, prompt_seed=p.prompt_seed)
     records.save(out_path, out)
     log(f"seed {seed}: saved")
