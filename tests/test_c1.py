@@ -178,6 +178,38 @@ def test_replication_needed_by_hand():
     assert "24 (3.0x)" in curves.needed_markdown(rows)
 
 
+def test_replication_needed_for_a_count_by_hand():
+    """C2e-isotropic's count at the default (the rises of docs/default_run, 5 seeds): 4 rises not
+    significantly below 0 against "at most 2", so 2 of them must become significantly negative.
+    Each rise's need scanned here with scipy's t quantile at the rule's level (two-sided 95.45%):
+    the second smallest is the count's, 10 seeds, to PASS; a count needing positive rises to become
+    significant (to FAIL) is read the same way."""
+    from scipy import stats
+
+    rises = [-0.269, -0.188, -0.0891, -0.126, -0.071, -0.0262, -0.0134, -0.054, -0.0142]
+    se = [0.030, 0.030, 0.0535, 0.041, 0.020, 0.0269, 0.0195, 0.011, 0.0052]
+    crit = dict(id="X", statement="s", all=[{"measured": "t.n_increases", "op": "<=", "value": 2}])
+    m = {"t": {"n_increases": 0, "n_increases_rises": rises, "n_increases_rises_se": se, "n_increases_df": 4}}
+    v = verdict.evaluate(crit, m, 2.0)
+    assert v["status"] == "INCONCLUSIVE" and v["tests"][0]["count"] == [0.0, 4.0]
+    q = stats.norm.cdf(2) * 2 - 1
+
+    def scan(r, s):
+        return next(k for k in range(2, 10 ** 4) if stats.t.ppf((1 + q) / 2, k - 1) * s * np.sqrt(5 / k) < abs(r))
+    undecided = [(r, s) for r, s in zip(rises, se) if r + stats.t.ppf((1 + q) / 2, 4) * s > 0]
+    assert len(undecided) == 4
+    want = sorted(scan(r, s) for r, s in undecided)[1]
+    assert want == 10
+    rows = curves.needed([v], lambda path: (5, "C3 seeds"), m)
+    assert [(r["n_needed"], r["direction"], r["count"]) for r in rows] == [(10, "PASS", (0, 4))]
+    assert "10 (2.0x), to PASS" in curves.needed_markdown(rows)
+    # to FAIL: two clear rises and two near 0 against "at most 2": the cheaper way is a third rise up
+    up = [0.5, 0.4, 0.02, -0.001]
+    sd = [0.01, 0.01, 0.015, 0.02]
+    n_fail = scan(0.02, 0.015)
+    assert curves.count_needed(up, sd, 5, "<=", 2, 2.0, stats.t.ppf((1 + q) / 2, 4)) == (n_fail, "FAIL")
+
+
 def test_every_c1_criterion_reads_a_value_with_its_se():
     """The config's C1 criteria and consistency checks evaluate on metrics from synthetic blocks
     (no KeyError: every path has its ``_se``), and the per-probe mappings carry one entry per

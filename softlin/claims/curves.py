@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import importance, metrics, verdict
+from .. import importance, intervals, metrics, verdict
 from ..metrics import EXACT
 
 
@@ -223,15 +223,39 @@ def estimator_markdown(fits: dict, parts=(None,)) -> str:
     return "\n".join(lines) + "\n"
 
 
-def needed(verdicts: list[dict], units) -> list[dict]:
+def count_needed(rises, rises_se, n: int, op: str, k: float, z: float, m: float) -> tuple[float, str]:
+    """The replication that would decide an undecided count "at most k rises" (``op`` ``<=`` or ``<``),
+    read with the rises' intervals at multiplier ``m`` (:func:`softlin.intervals.count_bounds`): to
+    PASS, enough of the rises counted now (not significantly below 0) but negative must become
+    significantly negative; to FAIL, enough positive ones significantly positive.  Each rise's own
+    need is :func:`softlin.verdict.replication_to_decide` against 0 (se ~ 1/sqrt(n), the Student
+    multiplier at its df); ``(n_needed, "PASS" or "FAIL")``, the cheaper direction (inf: neither
+    at the present estimates)."""
+    k_ok = k if op == "<=" else k - 1                            # the largest count that holds
+    r, s = np.asarray(rises, float), np.asarray(rises_se, float)
+    lo, hi = int(np.sum(r - m * s > 0)), int(np.sum(r + m * s > 0))
+
+    def kth(mask, j):
+        needs = sorted(verdict.replication_to_decide(a, b, n, 0.0, z, t_law=True) for a, b in zip(r[mask], s[mask]))
+        return math.ceil(needs[j - 1]) if 0 < j <= len(needs) and math.isfinite(needs[j - 1]) else math.inf
+    to_pass = kth((r + m * s > 0) & (r < 0), hi - k_ok)
+    to_fail = kth((r - m * s <= 0) & (r > 0), k_ok + 1 - lo)
+    return (to_pass, "PASS") if to_pass <= to_fail else (to_fail, "FAIL")
+
+
+def needed(verdicts: list[dict], units, metrics_: dict | None = None) -> list[dict]:
     """For every undecided test entry (value +/- t se straddling its threshold, ``t`` the entry's
     multiplier): the replication that would decide it at the present estimate, from se ~ 1/sqrt(n)
     and the Student multiplier at ``n_needed - 1`` df (:func:`softlin.verdict.replication_to_decide`
     with ``t_law``; at least ``ceil(n (z se / |value - threshold|)^2)``).  ``units(path)`` gives ``(n, unit)``,
-    the replication behind the value at ``path``.  One row per undecided entry."""
+    the replication behind the value at ``path``.  One row per undecided entry; with ``metrics_`` (the
+    metrics the verdicts read) also one per undecided count of rises (:func:`count_needed`)."""
     out = []
     for v in verdicts:
         for t in v["tests"] + v.get("preconditions", []):
+            if t["outcome"] == "undecided" and "count" in t and metrics_ is not None and t["op"] in ("<=", "<"):
+                out += _count_rows(v["id"], t, units, metrics_)
+                continue
             if t["outcome"] != "undecided" or t.get("exact") or "count" in t:
                 continue
             z, mult = t["z"], t["multiplier"]
@@ -254,6 +278,26 @@ def needed(verdicts: list[dict], units) -> list[dict]:
     return out
 
 
+def _count_rows(cid: str, t: dict, units, metrics_: dict) -> list[dict]:
+    """:func:`needed`'s rows of one undecided count test (each undecided entry of it)."""
+    rises = verdict.lookup_sibling(metrics_, t["measured"], "_rises")
+    rises_se = verdict.lookup_sibling(metrics_, t["measured"], "_rises_se")
+    n, unit = units(t["measured"])
+    counts = t["count"] if isinstance(t["count"], dict) else {None: t["count"]}
+    mult = t["multiplier"]
+    out = []
+    for label, (lo, hi) in counts.items():
+        m = mult[label] if isinstance(mult, dict) else mult
+        if intervals.decide_bounds(t["op"], t["threshold"], lo, hi)[0] != "undecided":
+            continue
+        r, s = (rises[label], rises_se[label]) if label is not None else (rises, rises_se)
+        n_need, way = count_needed(r, s, n, t["op"], t["threshold"], t["z"], m)
+        out.append(dict(id=cid, measured=t["measured"], label=label, count=(int(lo), int(hi)),
+                        value=int(np.sum(np.asarray(r, float) > 0)), se=None, threshold=t["threshold"], op=t["op"],
+                        n=n, unit=unit, n_needed=n_need, factor=n_need / n, direction=way))
+    return out
+
+
 def needed_markdown(rows_: list[dict]) -> str:
     """The rows of :func:`needed` as a Markdown section (empty string if none)."""
     if not rows_:
@@ -262,13 +306,21 @@ def needed_markdown(rows_: list[dict]) -> str:
              "At the present estimate, with the standard error shrinking as 1/sqrt(n) (n the independent "
              "replicates behind it), a test decides once t se < |value - threshold| (t the rule's Student "
              "quantile at n_needed - 1 degrees of freedom): the smallest such n_needed, at least "
-             "ceil(n (z se / |value - threshold|)^2).", "",
+             "ceil(n (z se / |value - threshold|)^2). A count of rises decides once enough of its undecided "
+             "rises do (each the same way against 0): the replication of the last one it needs, to PASS or to "
+             "FAIL, whichever comes first.", "",
              "| criterion | measured | value +/- se | threshold | n now | n needed (x now) |",
              "|---|---|---|---|---|---|"]
     for r in rows_:
         name = r["measured"] + (f"[{r['label']}]" if r["label"] is not None else "")
-        need = "never (on the threshold)" if math.isinf(r["n_needed"]) else \
-            f"{r['n_needed']} ({r['factor']:.1f}x)"
-        lines.append(f"| {r['id']} | `{name}` | {r['value']:.4g} +/- {r['se']:.3g} | {r['op']} {r['threshold']} "
+        if "count" in r:
+            need = "not at the present estimates" if math.isinf(r["n_needed"]) else \
+                f"{r['n_needed']} ({r['factor']:.1f}x), to {r['direction']}"
+            value = f"{r['value']} in [{r['count'][0]}, {r['count'][1]}]"
+        else:
+            need = "never (on the threshold)" if math.isinf(r["n_needed"]) else \
+                f"{r['n_needed']} ({r['factor']:.1f}x)"
+            value = f"{r['value']:.4g} +/- {r['se']:.3g}"
+        lines.append(f"| {r['id']} | `{name}` | {value} | {r['op']} {r['threshold']} "
                      f"| {r['n']} {r['unit']} | {need} |")
     return "\n".join(lines) + "\n"

@@ -40,7 +40,7 @@ TRAJ_NOTE = (
     "tasks, so the error covers the trajectory's own variation as well as the prompt sampling. Each seed's own "
     "slope, with the error of its prompt sampling alone (jackknife over blocks of its training pairs and "
     "prompt draws):\n\n")
-need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units)
+need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units, metrics)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
 verdict_report.publish("c2", title, list(p.criteria), metrics, dict(snakemake.output.items()),
