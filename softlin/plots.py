@@ -202,7 +202,9 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
             if j == 0:
                 a.set_ylabel(f"per-query L2 gap $(E\\|\\nabla_{part} \\ell_L - \\nabla_{part} \\ell_\\infty\\|^2)^{{1/2}}$")
         ax[0, j].legend(fontsize=5.5)
-    mean = traj[traj["seed"].astype(str) == "mean"]
+    is_mean = traj["seed"].astype(str) == "mean"
+    mean, each = traj[is_mean], traj[~is_mean]
+    n_seeds = next(iter(metrics["trajectory"].values()))["n_seeds"] if metrics["trajectory"] else 0
     for i, part in enumerate(("U", "v")):
         a = ax[i, -1]
         for setting, g in mean.groupby("setting", sort=False):
@@ -211,13 +213,12 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
             key = "full" if part == "U" else part
             eb = a.errorbar(L, g[f"max_{key}"], yerr=g[f"max_{key}_se"], marker="o", ms=3, capsize=2,
                             label=f"{setting} ({key}), slope {t[key]['slope_full']:.2f} +/- {t[key]['slope_full_se']:.2f}")
-            for _, gs in traj[(traj["setting"] == setting) & (traj["seed"].astype(str) != "mean")].groupby("seed", sort=False):
+            for _, gs in each[each["setting"] == setting].groupby("seed", sort=False):
                 a.plot(L, gs[f"max_{key}"], color=eb[0].get_color(), lw=0.6, alpha=0.35)
         L = np.asarray(sorted(traj["L"].unique()), float)
         y0 = float(mean["max_full" if part == "U" else "max_v"].max())
         a.plot(L, y0 * (L / L[0]) ** seed_log_slope, "k--", lw=0.8, label=f"seed log C2e $L^{{{seed_log_slope}}}$")
         _loglog(a)
-        n_seeds = next(iter(metrics["trajectory"].values()))["n_seeds"] if metrics["trajectory"] else 0
         a.set_title(f"along C3's linear(inf) trajectories: max over steps ({'full' if part == 'U' else part});\n"
                     f"mean over {n_seeds} seeds (s.e. over seeds), thin: each seed", fontsize=9)
         a.legend(fontsize=6)

@@ -131,16 +131,9 @@ def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> di
     return out
 
 
-def seed_curves(alongs) -> dict:
-    """Per part (U, v, full) the max-over-steps gap curves of several trajectories (n_seeds, n_L),
-    each the norm of its units' mean gradient difference maximised over its recorded steps."""
-    G = [_max_gaps(np.asarray(a.block_diff).mean(axis=0), _d_of(np.shape(a.block_diff)[-1])) for a in alongs]
-    return {k: np.stack([g[k] for g in G]) for k in ("U", "v", "full")}
-
-
 def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
     """C2e across C3's seeds (``alongs``: seed -> :class:`AlongTrajectory`, one per seed, the same
-    lengths): the mean over the seeds of their max-over-steps gap curves (:func:`seed_curves`), its
+    lengths): the mean over the seeds of their max-over-steps gap curves (each seed's :func:`prompt_fit` ``max``), its
     slopes, ratios and rises jackknifed over the seeds (``n_seeds - 1`` degrees of freedom: the
     trajectory's variation with C3's training tasks and the prompt sampling both); beside it
     ``per_seed``, each seed's own fit with its prompt-sampling error (:func:`prompt_fit`)."""
@@ -148,8 +141,8 @@ def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
     Ls = np.asarray(alongs[seeds[0]].L)
     if any(not np.array_equal(alongs[s].L, Ls) for s in seeds):
         raise ValueError("trajectory_fit: the seeds' records have different prompt lengths")
-    G = seed_curves([alongs[s] for s in seeds])
-    X = np.stack([G[k] for k in ("U", "v", "full")], axis=1)              # (n_seeds, 3, n_L)
+    per = {s: prompt_fit(alongs[s], z, n_prompts) for s in seeds}
+    X = np.array([[per[s][k]["max"] for k in ("U", "v", "full")] for s in seeds])   # (n_seeds, 3, n_L)
     val, se = metrics.jackknife_of_mean(lambda m: {k: curves.shape(Ls, m[i]) for i, k in enumerate(("U", "v", "full"))}, X)
     a0 = alongs[seeds[0]]
     out = dict(seeds=[int(s) for s in seeds], n_seeds=len(seeds), n_blocks=int(np.shape(a0.block_diff)[0]),
@@ -157,7 +150,6 @@ def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
     for k in ("U", "v", "full"):
         out[k] = curves.fit(val[k], se[k], (), Ls, z, df=len(seeds) - 1)
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
-    per = {s: prompt_fit(alongs[s], z, n_prompts) for s in seeds}
     out["per_seed"] = {str(s): {k: {q: per[s][k][q] for q in ("slope_full", "slope_full_se", "max", "max_se")}
                                 for k in ("U", "v", "full")} for s in seeds}
     return out

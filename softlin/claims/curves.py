@@ -233,13 +233,13 @@ def count_needed(rises, rises_se, n: int, op: str, k: float, z: float, m: float)
     at the present estimates)."""
     k_ok = k if op == "<=" else k - 1                            # the largest count that holds
     r, s = np.asarray(rises, float), np.asarray(rises_se, float)
-    lo, hi = int(np.sum(r - m * s > 0)), int(np.sum(r + m * s > 0))
+    lo, hi = intervals.count_bounds(r, s, m)
 
     def kth(mask, j):
         needs = sorted(verdict.replication_to_decide(a, b, n, 0.0, z, t_law=True) for a, b in zip(r[mask], s[mask]))
         return math.ceil(needs[j - 1]) if 0 < j <= len(needs) and math.isfinite(needs[j - 1]) else math.inf
-    to_pass = kth((r + m * s > 0) & (r < 0), hi - k_ok)
-    to_fail = kth((r - m * s <= 0) & (r > 0), k_ok + 1 - lo)
+    to_pass = kth((r + m * s > 0) & (r < 0), int(hi) - k_ok)
+    to_fail = kth((r - m * s <= 0) & (r > 0), k_ok + 1 - int(lo))
     return (to_pass, "PASS") if to_pass <= to_fail else (to_fail, "FAIL")
 
 
@@ -293,7 +293,8 @@ def _count_rows(cid: str, t: dict, units, metrics_: dict) -> list[dict]:
         r, s = (rises[label], rises_se[label]) if label is not None else (rises, rises_se)
         n_need, way = count_needed(r, s, n, t["op"], t["threshold"], t["z"], m)
         out.append(dict(id=cid, measured=t["measured"], label=label, count=(int(lo), int(hi)),
-                        value=int(np.sum(np.asarray(r, float) > 0)), se=None, threshold=t["threshold"], op=t["op"],
+                        value=int(t["value"][label] if label is not None else t["value"]), se=None,
+                        threshold=t["threshold"], op=t["op"],
                         n=n, unit=unit, n_needed=n_need, factor=n_need / n, direction=way))
     return out
 
