@@ -113,9 +113,6 @@ def check_semantics(cfg):
         for name in c2["trajectory"]["settings"]:
             if name not in (c3 or {}).get("settings", {}):
                 raise ValueError(f"config key 'c2.trajectory.settings': {name!r} is not a c3 setting")
-            if c2["trajectory"].get("n_seeds", 1) > c3["settings"][name]["n_seed"]:
-                raise ValueError(f"config key 'c2.trajectory.n_seeds': {c2['trajectory']['n_seeds']} seeds, but c3 setting "
-                                 f"{name!r} trains {c3['settings'][name]['n_seed']} (c3.settings.{name}.n_seed)")
         if c2["trajectory"]["settings"] and c3["n_pairs"] % c2["trajectory"]["n_blocks"]:
             raise ValueError("config key 'c2.trajectory.n_blocks': must divide c3.n_pairs (blocks of whole antithetic pairs)")
     c4 = cfg.get("c4")

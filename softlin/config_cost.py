@@ -92,6 +92,19 @@ def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
     return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
 
 
+def trajectory_seconds(cfg: dict) -> float:
+    """Predicted CPU seconds of one c2_trajectory job (one setting, all of C2e's seeds): a gradient gap
+    per block, recorded iterate and L for each seed and prompt draw."""
+    c3, t = cfg["c3"], cfg["c2"]["trajectory"]
+    return C2_TRAJ_CALL_S * t.get("n_seeds", 1) * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3) * len(c3["L"])
+
+
+def trajectory_runtime_min(cfg: dict) -> int:
+    """Minutes a c2_trajectory job may take (its SLURM runtime): SLURM_MARGIN x
+    :func:`trajectory_seconds` + 2 (start, imports, compilation), at least 3."""
+    return max(3, 2 + math.ceil(SLURM_MARGIN * trajectory_seconds(cfg) / 60))
+
+
 def n_recorded(c3: dict) -> int:
     """Recorded iterates of a C3 trajectory (the start and every ``record_every`` steps)."""
     return c3["steps"] // c3["record_every"] + 1
@@ -123,7 +136,7 @@ def estimates(cfg: dict) -> dict:
         if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
             t = c2["trajectory"]
             n_traj = len(t["settings"]) * t.get("n_seeds", 1)
-            cpu += C2_TRAJ_CALL_S * n_traj * t.get("n_prompts", 1) * t["n_blocks"] * n_recorded(c3) * len(c3["L"])
+            cpu += len(t["settings"]) * trajectory_seconds(cfg)
             # c2_trajectory: one seed's record, built as a list then stacked; c2_metrics: every record
             mb = max(mb, BASE_MB + max(3, 2 * n_traj) * trajectory_record_mb(cfg))
         out["c2"] = (cpu, mb)

@@ -176,10 +176,11 @@ def test_jackknife_shape_of_mean_equals_the_generic_path(rng, n):
 
 # --------------------------------------------------------------------------- issue 31: C2e across C3's seeds
 def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
-    """c2e.trajectory_fit on four seeds' records against numpy written here: each seed's curve the max over
-    steps of the norm of its units' mean difference (U, v, full), the fitted curve their mean, its s.e.
-    std(ddof=1) / sqrt(n) at each L (the jackknife of a mean), slope_full and each rise jackknifed over the
-    seeds by np.delete and np.polyfit, df = n_seeds - 1; per_seed the seed's own fit."""
+    """c2e.trajectory_fit on four seeds' records (3 prompt draws x 2 blocks each) against numpy written
+    here: each seed's curve the mean over its draws of the max over steps of the norm of the draw's mean
+    difference over its blocks (U, v, full), the fitted curve their mean, its s.e. std(ddof=1) / sqrt(n)
+    at each L (the jackknife of a mean), slope_full and each rise jackknifed over the seeds by np.delete
+    and np.polyfit, df = n_seeds - 1; per_seed the seed's own fit."""
     d, n_rec, Ls = 2, 5, np.array([8, 16, 32, 64, 128])
     K = (d + 1) ** 2 + d + 1
     alongs = {}
@@ -191,7 +192,8 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
     split = {"U": slice(0, (d + 1) ** 2), "v": slice((d + 1) ** 2, K), "full": slice(0, K)}
 
     def curve(bd, part):
-        return np.linalg.norm(bd.mean(axis=0)[..., split[part]], axis=-1).max(axis=0)
+        draws = bd.reshape((3, 2) + bd.shape[1:]).mean(axis=1)                  # (draw, n_rec, n_L, K)
+        return np.linalg.norm(draws[..., split[part]], axis=-1).max(axis=1).mean(axis=0)
 
     def slope(y):
         return np.polyfit(np.log10(Ls), np.log10(y), 1)[0]
@@ -211,6 +213,20 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
             own = out["per_seed"][str(s)][part]
             np.testing.assert_allclose(own["max"], G[i], rtol=1e-12)
             assert own["slope_full"] == pytest.approx(slope(G[i]), rel=1e-10)
+    # each seed's prompt-sampling error: delete one block of one draw (its draw's mean over the other), loops here
+    bd = alongs[790].block_diff.reshape((3, 2) + alongs[790].block_diff.shape[1:])
+    reps = []
+    for r in range(3):
+        for b in range(2):
+            draws = bd.mean(axis=1)
+            draws[r] = bd[r, 1 - b]
+            reps.append(np.linalg.norm(draws, axis=-1).max(axis=1).mean(axis=0))
+    reps = np.array(reps)
+    own = c2e.prompt_fit(alongs[790], 2.0, n_prompts=3)["full"]
+    np.testing.assert_allclose(own["max_se"], np.sqrt(5 / 6 * np.sum((reps - reps.mean(axis=0)) ** 2, axis=0)), rtol=1e-10)
+    assert own["n_increases_df"] == 5
+    with pytest.raises(ValueError, match="do not split into n_prompts = 4"):
+        c2e.per_draw(alongs[790].block_diff, 4)
     bad = dict(alongs)
     bad[777] = alongs[777]._replace(L=Ls * 2)
     with pytest.raises(ValueError, match="different prompt lengths"):
@@ -232,6 +248,14 @@ def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
     res = smoke_built / "results"
     for setting in cfg["c2"]["trajectory"]["settings"]:
         tasks = T.Tasks.load(res / "c3" / "tasks" / f"{setting}_s{c['seed0']}.npz")
+        # the job draws C3's training tasks itself: c3_sample's file, written in another process, bit for bit
+        st = c["settings"][setting]
+        sigma = np.diag(st["sigma"]) if np.ndim(st["sigma"]) == 1 else np.asarray(st["sigma"])
+        ours_tasks = c3.training_tasks({"sigma": sigma, "token_kind": st["token_kind"]}, c["seed0"], c["d"],
+                                       c["n_pairs"], c["n_query"], max(c["L"]))
+        for f in ("x", "w", "xq", "sigma"):
+            np.testing.assert_array_equal(getattr(ours_tasks, f), getattr(tasks, f))
+        assert (ours_tasks.token_kind, ours_tasks.seed) == (tasks.token_kind, tasks.seed)
         ours = c3.train_limit(tasks, c["lr"], c["steps"], c["record_every"], c["loop_convention"])
         theirs = records.load(res / "c3" / "trajectories" / f"{setting}_s{c['seed0']}.npz", c3.runs_like(c)).limit
         for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):

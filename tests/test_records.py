@@ -271,6 +271,13 @@ def test_c2_trajectory_prompt_draws(tmp_path):
     plist = [Params(limit.params.U[t], limit.params.v[t]) for t in range(3)]
     first = c2e.pair_blocks(fresh, 2)[0]
     np.testing.assert_array_equal(bd[2], conc.grad_gaps(plist, first, cfg["L"]))
+    # per draw the norm of its blocks' mean; gap their mean over draws, max_gap the mean of each draw's max over
+    # steps, argmax_step where the first draw (C3's own prompts) peaks
+    norms = np.linalg.norm(bd.reshape(2, 2, 3, 2, 12).mean(axis=1), axis=-1)       # (draw, n_rec, n_L)
+    np.testing.assert_array_equal(one.gap.full, norms[0])
+    np.testing.assert_allclose(two.gap.full, norms.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(two.max_gap.full, norms.max(axis=1).mean(axis=0), rtol=1e-14)
+    np.testing.assert_array_equal(two.argmax_step.full, np.asarray(limit.step)[norms[0].argmax(axis=0)])
     records.save(tmp_path / "t.npz", two)
     assert records.load(tmp_path / "t.npz", c2e.along_like(cfg)).block_diff.shape == (4, 3, 2, 12)
     # the jobs' memory request counts this record's bytes

@@ -1,8 +1,10 @@
 """C2e — the gradient gap along C3's ``linear(inf)`` trajectories (the seed log's "C2e"; Sec. 4's
-stability along training): per C3 seed, the gap ``||grad R_L - grad R_inf||`` on C3's training tasks
-at every recorded iterate and L (:func:`along_trajectory`), its max over the steps; C2e reads the mean
-of these curves over C3's seeds with the seed-to-seed spread as its error (:func:`trajectory_fit`),
-each seed's prompt-sampling error beside it (:func:`prompt_fit`).
+stability along training): per task seed, the gap ``||grad R_L - grad R_inf||`` of the training batch
+(C3's 48 pairs and one prompt draw) at every recorded iterate and L (:func:`along_trajectory`), its max
+over the steps, averaged over the seed's prompt draws (each draw is the seed log's quantity, so the
+average estimates it whatever the number of draws); C2e reads the mean of these curves over the seeds
+with the seed-to-seed spread as its error (:func:`trajectory_fit`), each seed's prompt-sampling error
+beside it (:func:`prompt_fit`).
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print
     ``n_prompts`` prompt draws: the first C3's own prompts, draw ``r >= 1`` fresh covariates for
     every pair (:func:`softlin.tasks.redraw_prompts` with seed ``prompt_seed + r``; the same ``w``
     and queries).  ``block_diff`` (n_prompts n_blocks, n_rec, n_L, K), the gradient difference of
-    each block and draw; the gap is the norm of their mean.  linear(inf) never sees the prompt tokens
-    (its risk reads w and the queries), so given the trajectory the units' prompts are independent:
-    the jackknife over them (:func:`trajectory_fit`) is the prompt-sampling error of the gaps along
-    this trajectory."""
+    each block and draw.  Per draw the gap is the norm of the mean over its blocks (the training
+    batch's gradient difference, the seed log's quantity); ``gap`` (n_rec, n_L) is its mean over the
+    draws, ``max_gap`` (n_L) the mean over the draws of each draw's max over steps, ``argmax_step`` where
+    the first draw's (C3's own prompts) peaks.  linear(inf) never sees the prompt tokens (its risk reads
+    w and the queries), so given the trajectory the units' prompts are independent: the jackknife over
+    them (:func:`prompt_fit`) is the prompt-sampling error of the gaps along this trajectory."""
     rec, step = limit.params, limit.step
     plist = [Params(rec.U[t], rec.v[t]) for t in range(len(step))]
     block_diff = []
@@ -97,18 +101,27 @@ def along_trajectory(limit: Trajectory, tasks, Ls, n_blocks: int, progress=print
             progress(f"prompt draw {r + 1}/{n_prompts}, block {b + 1}/{n_blocks}: {len(step)} recorded iterates x "
                      f"{len(Ls)} prompt lengths done")
     block_diff = np.asarray(block_diff)
-    diff = block_diff.mean(axis=0)
-    dU, dv = split_flat(diff, tasks.d)
-    gap = Parts(np.linalg.norm(dU, axis=-1), np.linalg.norm(dv, axis=-1), np.linalg.norm(diff, axis=-1))
-    return AlongTrajectory(np.asarray(step), np.asarray(Ls, dtype=np.int64), block_diff, np.asarray(tasks.n_pairs, np.int64),
-                           gap, Parts(*(g.max(axis=0) for g in gap)), Parts(*(np.asarray(step)[g.argmax(axis=0)] for g in gap)))
+    norms = _gap_norms(per_draw(block_diff, n_prompts), tasks.d)          # part -> (n_prompts, n_rec, n_L)
+    step = np.asarray(step)
+    gap = Parts(*(norms[k].mean(axis=0) for k in Parts._fields))
+    return AlongTrajectory(step, np.asarray(Ls, dtype=np.int64), block_diff, np.asarray(tasks.n_pairs, np.int64), gap,
+                           Parts(*(norms[k].max(axis=1).mean(axis=0) for k in Parts._fields)),
+                           Parts(*(step[norms[k][0].argmax(axis=0)] for k in Parts._fields)))
 
 
-def _max_gaps(diff, d: int) -> dict:
-    """Max over the recorded steps of the gap norms (U, v, full) of a mean difference (n_rec, n_L, K)."""
+def per_draw(block_diff, n_prompts: int) -> np.ndarray:
+    """Each prompt draw's gradient difference, the mean over its blocks: block_diff (n_prompts n_blocks,
+    n_rec, n_L, K), draw-major as :func:`along_trajectory` writes it -> (n_prompts, n_rec, n_L, K)."""
+    bd = np.asarray(block_diff)
+    if bd.shape[0] % int(n_prompts):
+        raise ValueError(f"{bd.shape[0]} units do not split into n_prompts = {n_prompts} draws of equal size")
+    return bd.reshape((int(n_prompts), -1) + bd.shape[1:]).mean(axis=1)
+
+
+def _gap_norms(diff, d: int) -> dict:
+    """The gap norms (U, v, full) of differences (..., K): part -> (...)."""
     dU, dv = split_flat(diff, d)
-    return {"U": np.linalg.norm(dU, axis=-1).max(axis=0), "v": np.linalg.norm(dv, axis=-1).max(axis=0),
-            "full": np.linalg.norm(diff, axis=-1).max(axis=0)}
+    return {"U": np.linalg.norm(dU, axis=-1), "v": np.linalg.norm(dv, axis=-1), "full": np.linalg.norm(diff, axis=-1)}
 
 
 def _d_of(K: int) -> int:
@@ -117,17 +130,38 @@ def _d_of(K: int) -> int:
 
 
 def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> dict:
-    """One trajectory's fit: slopes of its max-over-steps gaps (full L range: the seed's C2e; upper
-    half), ratios and rises, jackknifed over its blocks of training pairs and prompt draws
-    (``n_prompts`` of them: :func:`along_trajectory`): the prompt-sampling error given this
+    """One trajectory's fit: slopes of its max-over-steps gap curve (the mean over its ``n_prompts``
+    draws of each draw's max over steps: :func:`along_trajectory`; full L range: the seed's C2e; upper
+    half), ratios and rises, jackknifed over its units (one block of training pairs of one draw
+    deleted at a time, its draw's mean taken over the others): the prompt-sampling error given this
     trajectory, which does not cover the trajectory's own variation with C3's training tasks."""
     bd, Ls = np.asarray(along.block_diff), along.L
-    d = _d_of(bd.shape[-1])
-    val, se = metrics.jackknife_of_mean(lambda m: {k: curves.shape(Ls, g) for k, g in _max_gaps(m, d).items()}, bd)
-    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs), n_prompts=int(n_prompts))
-    for k in ("U", "v", "full"):
-        out[k] = curves.fit(val[k], se[k], (), Ls, z, df=int(bd.shape[0]) - 1)
-        out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
+    d, k = _d_of(bd.shape[-1]), int(n_prompts)
+    units = bd.reshape((k, -1) + bd.shape[1:])                                  # (k, n_blocks, n_rec, n_L, K)
+    nb = units.shape[1]
+    if nb < 2:
+        raise ValueError(f"prompt_fit needs >= 2 blocks per draw; got {nb}")
+    S = units.sum(axis=1)
+
+    def draw_max(diff):                                                         # (n_rec, n_L, K) -> (3, n_L)
+        g = _gap_norms(diff, d)
+        return np.array([g[p].max(axis=0) for p in Parts._fields])
+
+    def stat(c):                                                                # c (k, 3, n_L): each draw's maxima
+        m = c.mean(axis=0)
+        return {p: curves.shape(Ls, m[i]) for i, p in enumerate(Parts._fields)}
+    base = np.array([draw_max(S[r] / nb) for r in range(k)])
+    reps = []
+    for r in range(k):
+        for b in range(nb):
+            c = base.copy()
+            c[r] = draw_max((S[r] - units[r, b]) / (nb - 1))
+            reps.append(stat(c))
+    val, se = stat(base), metrics.jackknife_se(reps)
+    out = dict(n_blocks=int(bd.shape[0]), n_pairs=int(along.n_pairs), n_prompts=k)
+    for p in Parts._fields:
+        out[p] = curves.fit(val[p], se[p], (), Ls, z, df=int(bd.shape[0]) - 1)
+        out[p]["max"], out[p]["max_se"] = (x.tolist() for x in curves.rows(val[p], se[p], ()))
     return out
 
 

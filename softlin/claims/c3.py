@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import metrics, models, params, population, train
+from .. import tasks as task_draws
 from .._jax import jax
 from ..train import Trajectory
 
@@ -44,6 +45,13 @@ def runs_like(cfg: dict) -> Runs:
     t = train.trajectory_like(cfg["d"], cfg["steps"], cfg["record_every"])
     by_L = {int(L): t for L in cfg["L"]}
     return Runs(t, by_L, dict(by_L), SeedOrderRuns(t, dict(by_L)) if cfg["offblock_seed_order"] else None)
+
+
+def training_tasks(setting: dict, seed: int, d: int, n_pairs: int, n_query: int, l_max: int):
+    """One seed's training tasks (``setting``: a resolved C3 setting, its ``sigma`` and ``token_kind``):
+    ``n_pairs`` antithetic pairs, ``n_query`` queries, prompts of ``l_max`` tokens (docs/maths.md#sampling);
+    what ``c3_sample`` writes and C2e's trajectory job draws."""
+    return task_draws.sample(int(seed), d, np.asarray(setting["sigma"]), n_pairs, n_query, l_max, setting["token_kind"])
 
 
 def train_limit(tasks, lr, steps, record_every, convention, reduction: str = "pairs") -> Trajectory:

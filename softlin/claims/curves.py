@@ -196,8 +196,10 @@ SE_NOTE = (
     "heavy-tailed data, and the projection below (se ~ 1/sqrt(n)) does not hold there: in C1, "
     "8 blocks made C1d look about 20 blocks from deciding, while 24 blocks gave 3-5x larger standard "
     "errors (docs/c1c2_uncertainty.md). Since issue 31 the queries of Gaussian probes are drawn by importance "
-    "sampling from S5's tilted Gaussian (estimator `importance`, table below), which removes the query-level "
-    "heavy tail of the first-order term; where a single block still holds a large share of the mean square "
+    "sampling from S5's tilted Gaussian, which removes the query-level heavy tail of the first-order term (C1: "
+    "estimator `importance`; C2: `task_integral` and `plant`, which also integrate the task vector out and, "
+    "in `plant`, importance-sample the prompt's largest-score token; the table below names each probe's); "
+    "where a single block still holds a large share of the mean square "
     "the standard error is marked a lower bound.\n")
 
 def estimator_markdown(fits: dict, parts=(None,)) -> str:

@@ -5,8 +5,10 @@ from softlin import config_cost
 C2 = config["c2"]
 C2_SETTINGS = list(config["c1"]["settings"])
 C2_L = pow2_range(C2)
-# C2e: the first c2.trajectory.n_seeds of C3's seeds (the same seeds in every C3 setting)
-C2_TRAJ_SEEDS = [config["c3"]["seed0"] + config["c3"]["seed_stride"] * i for i in range(C2["trajectory"]["n_seeds"])]
+# C2e: task seeds seed0 + c3.seed_stride i, i < n_seeds (seed0 absent: c3.seed0, so C3's own seeds come
+# first); the same seeds in every C3 setting
+C2_TRAJ_SEED0 = config["c3"]["seed0"] if C2["trajectory"].get("seed0") is None else C2["trajectory"]["seed0"]
+C2_TRAJ_SEEDS = [C2_TRAJ_SEED0 + config["c3"]["seed_stride"] * i for i in range(C2["trajectory"]["n_seeds"])]
 C2_TRAJ = C2["trajectory"]["settings"]
 # the threshold sweep's lambda_max targets measured in each setting (none outside the sweep's settings)
 C2_SWEEP = {s: C2["sweep"]["lambda"] if s in C2["sweep"]["settings"] else [] for s in C2_SETTINGS}
@@ -49,18 +51,22 @@ rule c2_measure:
 
 
 rule c2_trajectory:
-    """Gradient gaps at every recorded iterate of C3's linear(inf) runs (its first n_seeds seeds, one
-    record each), on C3's training tasks; one job per setting (one compilation for its seeds). The
-    linear(inf) run needs no prompt, so the job trains it (C3's protocol, bit for bit C3's run) and
-    needs C3's tasks only, not its softmax(L) trainings."""
+    """Gradient gaps at every recorded iterate of C3's linear(inf) run on the training tasks of each of
+    C2e's seeds (one record each); one job per setting (one compilation for its seeds). The job draws
+    the tasks (bit for bit c3_sample's) and trains linear(inf) (C3's protocol, bit for bit C3's run): it
+    needs no prompt, so nothing of C3's jobs."""
     input:
-        tasks=expand("results/c3/tasks/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
         code=code_inputs("c2_trajectory.py"),
     output:
         expand("results/c2/trajectory/{{setting}}_s{seed}.npz", seed=C2_TRAJ_SEEDS),
     params:
         **named(
             seeds=C2_TRAJ_SEEDS,
+            setting=lambda w: c3_setting(w.setting),
+            d=config["c3"]["d"],
+            n_pairs=config["c3"]["n_pairs"],
+            n_query=config["c3"]["n_query"],
+            l_max=max(config["c3"]["L"]),
             L=config["c3"]["L"],
             n_blocks=C2["trajectory"]["n_blocks"],
             n_prompts=C2["trajectory"]["n_prompts"],
@@ -72,7 +78,7 @@ rule c2_trajectory:
         ),
     threads: 1
     resources:
-        runtime=3,
+        runtime=lambda w: config_cost.trajectory_runtime_min(config),
         mem_mb=1000 + int(3 * config_cost.trajectory_record_mb(config)),   # one seed's record, built as a list then stacked
     group:
         "c2_probe"
@@ -83,7 +89,7 @@ rule c2_trajectory:
     benchmark:
         benchfile("c2", "trajectory_{setting}")
     message:
-        "C2: linear(inf) on C3's tasks and its gradient gaps, {wildcards.setting}, seeds {params.seeds}"
+        "C2: C3's training tasks drawn, linear(inf) trained, its gradient gaps, {wildcards.setting}, seeds {params.seeds}"
     script:
         "../scripts/c2_trajectory.py"
 
