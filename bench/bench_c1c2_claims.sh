@@ -2,8 +2,9 @@
 # Wall time of the whole of C1 and C2 (`snakemake --cores 2 c1 c2`) from empty results/c1 and
 # results/c2, for two working copies side by side, interleaved (old, new, old, new, ...) so that a
 # shared machine's load falls on both alike; not a test. The C3 tasks and trajectories of seeds
-# 777 + 13 i, i < 5, of both Gaussian settings (what C2's trajectory rule reads, from stop 39 the tasks
-# alone; before it the trajectories of seed 777) are built first, untimed (C3's cost is not C1's or C2's).
+# 777 + 13 i, i < 5, of both Gaussian settings (what C2's trajectory rule of an older copy reads: at
+# stop 39 the tasks alone, before it the trajectories of seed 777; from stop 40 nothing, C2e draws its
+# own tasks) are built first, untimed (C3's cost is not C1's or C2's).
 #
 #   bash bench/bench_c1c2_claims.sh OLD_COPY NEW_COPY [ROUNDS]
 #

@@ -15,7 +15,7 @@ def units(path: str):
     """The independent replicates behind a metric: C3's seeds (their trajectories) along the
     trajectory, C2's task blocks elsewhere."""
     if path.startswith("trajectory."):
-        return metrics["trajectory"][path.split(".")[1]]["n_seeds"], "C3 seeds (trajectories)"
+        return metrics["trajectory"][path.split(".")[1]]["n_seeds"], "task seeds (trajectories)"
     return metrics["protocol"]["n_blocks"], "task blocks"
 
 
