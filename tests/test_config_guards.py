@@ -201,6 +201,33 @@ def test_c1_c2_measure_runtime_is_a_sane_upper_bound():
     assert "days of CPU time" in msg or "years of CPU time" in msg, msg
 
 
+def test_c2_confirm_is_declared_on_seeds_no_other_run_uses():
+    """config/c2_confirm.yaml (issue 31) passes the guards at 1024 blocks and 40 C2e task seeds, and the
+    seeds of it, the default and config/other_seeds.yaml are pairwise disjoint: C2's task blocks (seed + 7919 b, b < n_blocks),
+    C2e's task seeds (seed0 + c3.seed_stride i, i < n_seeds; the default's seed0 is c3.seed0) and prompt
+    draws (prompt_seed + r, r >= 1). Its C2e jobs took 21.6 s on the 2-core machine (40 seeds x 2 draws):
+    the SLURM runtime covers them."""
+    from softlin.concentration import BLOCK_SEED_STRIDE
+
+    def seeds(cfg):
+        c2, c3 = cfg["c2"], cfg["c3"]
+        t = c2["trajectory"]
+        seed0 = c3["seed0"] if t.get("seed0") is None else t["seed0"]
+        return ({c2["seed"] + BLOCK_SEED_STRIDE * b for b in range(c2["n_blocks"])},
+                {seed0 + c3["seed_stride"] * i for i in range(t["n_seeds"])},
+                {t["prompt_seed"] + r for r in range(1, t["n_prompts"])})
+    runs = {"config": load(preset="default")[0]}
+    for name in ("other_seeds", "c2_confirm"):
+        runs[name] = load(yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text()), preset="default")[0]
+    confirm = runs["c2_confirm"]
+    assert confirm["c2"]["n_blocks"] == 1024 and confirm["c2"]["trajectory"]["n_seeds"] == 40
+    assert config_cost.estimates(confirm)["c2"][0] < 3600
+    assert 21.6 / 60 < config_cost.trajectory_runtime_min(confirm) - 2
+    for one, two in (("c2_confirm", "config"), ("c2_confirm", "other_seeds"), ("other_seeds", "config")):
+        for a, b in zip(seeds(runs[one]), seeds(runs[two]), strict=True):
+            assert not a & b, (one, two, sorted(a & b)[:3])
+
+
 def test_what_the_registry_says_is_missing_is_missing_in_the_metrics():
     """The options REQUIRES names do remove the metric: the functions that compute them."""
     rng = np.random.default_rng(0)
