@@ -31,8 +31,10 @@ class Parts(NamedTuple):
 
 
 class AlongTrajectory(NamedTuple):
-    """Along C3's linear(inf) run: step (n_rec,), L (n_L,), block_diff (n_blocks, n_rec, n_L, K), n_pairs (),
-    per part (:class:`Parts`) the gap (n_rec, n_L) of all tasks, its max over the steps max_gap and argmax_step (n_L,)."""
+    """Along C3's linear(inf) run: step (n_rec,), L (n_L,), block_diff (n_prompts n_blocks, n_rec, n_L, K),
+    n_pairs (), per part (:class:`Parts`) the gap (n_rec, n_L) of the training batch averaged over the prompt
+    draws, max_gap (n_L) the draws' mean of each draw's max over the steps, argmax_step (n_L) the first draw's
+    (:func:`along_trajectory`)."""
 
     step: np.ndarray
     L: np.ndarray
