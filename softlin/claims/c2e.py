@@ -168,7 +168,7 @@ def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> di
 
 
 def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
-    """C2e across C3's seeds (``alongs``: seed -> :class:`AlongTrajectory`, one per seed, the same
+    """C2e across task seeds (``alongs``: seed -> :class:`AlongTrajectory`, one per seed, the same
     lengths): the mean over the seeds of their max-over-steps gap curves (each seed's :func:`prompt_fit` ``max``), its
     slopes, ratios and rises jackknifed over the seeds (``n_seeds - 1`` degrees of freedom: the
     trajectory's variation with C3's training tasks and the prompt sampling both); beside it

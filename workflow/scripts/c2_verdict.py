@@ -32,14 +32,18 @@ def per_seed_markdown(traj: dict) -> str:
 
 
 TRAJ_NOTE = (
-    "\nAlong C3's linear(inf) trajectories (C2e) each C3 seed's max-over-steps gap curve is the norm of the "
-    "mean gradient difference over its training pairs, once with C3's own prompts and once per fresh prompt "
-    "draw (`c2.trajectory.n_prompts`; the same w and queries, new covariates), maximised over the recorded "
-    "steps. C2e reads the mean of these curves over C3's first `c2.trajectory.n_seeds` seeds, and its standard "
-    "errors are a jackknife over the seeds (n_seeds - 1 degrees of freedom): each seed redraws C3's training "
-    "tasks, so the error covers the trajectory's own variation as well as the prompt sampling. Each seed's own "
-    "slope, with the error of its prompt sampling alone (jackknife over blocks of its training pairs and "
-    "prompt draws):\n\n")
+    "\nAlong linear(inf) trajectories (C2e), trained by C3's protocol on C3's training tasks of each task seed "
+    "(`c2.trajectory.seed0 + c3.seed_stride i`, i < `c2.trajectory.n_seeds`; seed0 defaults to C3's, so C3's own "
+    "seeds come first), each prompt draw's gap is the norm of the mean gradient difference over the training "
+    "pairs (the training batch's, the seed log's quantity), maximised over the recorded steps; the first draw is "
+    "C3's own prompts, the others fresh covariates (the same w and queries). A seed's curve is the mean of its "
+    "draws' curves (`c2.trajectory.n_prompts`), which estimates the seed log's quantity whatever the number of "
+    "draws. C2e reads the mean of these curves over the seeds, and its standard errors are a jackknife over the "
+    "seeds (n_seeds - 1 degrees of freedom): each seed draws new training tasks, so the error covers the "
+    "trajectory's own variation as well as the prompt sampling (a seed whose run settles beyond S5's threshold "
+    "can carry much of the mean, and the jackknife then misses the seeds it has not drawn: "
+    "docs/c2_confirm/README.md). Each seed's own slope, with the error of its prompt sampling alone (jackknife "
+    "over blocks of its training pairs within each draw):\n\n")
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria], units, metrics)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} {r['unit']} (now {r['n']})")
