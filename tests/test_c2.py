@@ -213,6 +213,11 @@ def test_trajectory_fit_is_the_seed_mean_curve_with_its_seed_level_error(rng):
             own = out["per_seed"][str(s)][part]
             np.testing.assert_allclose(own["max"], G[i], rtol=1e-12)
             assert own["slope_full"] == pytest.approx(slope(G[i]), rel=1e-10)
+    # the largest seed's share of the seeds' sum (full gradient), at the L where it is largest
+    G = np.array([curve(alongs[s].block_diff, "full") for s in out["seeds"]])
+    share = G / G.sum(axis=0)
+    i, j = np.unravel_index(np.argmax(share), share.shape)
+    assert out["largest_seed"] == {"seed": out["seeds"][i], "share": pytest.approx(share[i, j], rel=1e-12), "L": int(Ls[j])}
     # each seed's prompt-sampling error: delete one block of one draw (its draw's mean over the other), loops here
     bd = alongs[790].block_diff.reshape((3, 2) + alongs[790].block_diff.shape[1:])
     reps = []

@@ -188,7 +188,18 @@ def trajectory_fit(alongs: dict, z: float = 2.0, n_prompts: int = 1) -> dict:
         out[k]["max"], out[k]["max_se"] = (x.tolist() for x in curves.rows(val[k], se[k], ()))
     out["per_seed"] = {str(s): {k: {q: per[s][k][q] for q in ("slope_full", "slope_full_se", "max", "max_se")}
                                 for k in ("U", "v", "full")} for s in seeds}
+    out["largest_seed"] = largest_seed(X[:, 2], seeds, Ls)
     return out
+
+
+def largest_seed(curves_, seeds, Ls) -> dict:
+    """The seed whose curve is the largest share of the seeds' sum (a diagnostic of a heavy tail across
+    seeds, beside the seed-level error): ``curves_`` (n_seeds, n_L) -> ``{"seed", "share", "L"}`` at the
+    length ``L`` of ``Ls`` where that share is largest."""
+    c = np.asarray(curves_, float)
+    share = c / c.sum(axis=0)
+    i, j = np.unravel_index(np.argmax(share), share.shape)
+    return {"seed": int(seeds[i]), "share": float(share[i, j]), "L": int(np.asarray(Ls)[j])}
 
 
 def trajectory_rows(name: str, alongs: dict, fit: dict) -> list[dict]:

@@ -20,14 +20,17 @@ def units(path: str):
 
 
 def per_seed_markdown(traj: dict) -> str:
-    """Each C3 seed's own C2e slope (full gradient) with its prompt-sampling error, beside the seed mean's."""
-    rows = ["| setting | seed-mean slope_full (s.e. over seeds) | each seed's slope_full (s.e. over its prompt draws) |",
-            "|---|---|---|"]
+    """Each task seed's own C2e slope (full gradient) with its prompt-sampling error, beside the seed mean's
+    and the largest seed's share of the seeds' sum."""
+    rows = ["| setting | seed-mean slope_full (s.e. over seeds) | largest seed's share of the seeds' sum | "
+            "each seed's slope_full (s.e. over its prompt draws) |", "|---|---|---|---|"]
     def slope(f):
         return f"{f['slope_full']:.3f} +/- {f['slope_full_se']:.3f}"
     for name, t in traj.items():
         each = "; ".join(f"{s}: {slope(v['full'])}" for s, v in t["per_seed"].items())
-        rows.append(f"| {name} | {slope(t['full'])} ({t['n_seeds']} seeds) | {each} |")
+        big = t["largest_seed"]
+        rows.append(f"| {name} | {slope(t['full'])} ({t['n_seeds']} seeds) | {big['share']:.2f} (seed {big['seed']}, "
+                    f"L = {big['L']}; an equal share is {1 / t['n_seeds']:.2f}) | {each} |")
     return "\n".join(rows) + "\n"
 
 
