@@ -139,11 +139,12 @@ def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> di
     trajectory, which does not cover the trajectory's own variation with C3's training tasks."""
     bd, Ls = np.asarray(along.block_diff), along.L
     d, k = _d_of(bd.shape[-1]), int(n_prompts)
+    draws = per_draw(bd, k)                                                     # (k, n_rec, n_L, K)
     units = bd.reshape((k, -1) + bd.shape[1:])                                  # (k, n_blocks, n_rec, n_L, K)
     nb = units.shape[1]
     if nb < 2:
         raise ValueError(f"prompt_fit needs >= 2 blocks per draw; got {nb}")
-    S = units.sum(axis=1)
+    S = units.sum(axis=1)                                                       # each draw's sum: its delete-one means
 
     def draw_max(diff):                                                         # (n_rec, n_L, K) -> (3, n_L)
         g = _gap_norms(diff, d)
@@ -152,7 +153,7 @@ def prompt_fit(along: AlongTrajectory, z: float = 2.0, n_prompts: int = 1) -> di
     def stat(c):                                                                # c (k, 3, n_L): each draw's maxima
         m = c.mean(axis=0)
         return {p: curves.shape(Ls, m[i]) for i, p in enumerate(Parts._fields)}
-    base = np.array([draw_max(S[r] / nb) for r in range(k)])
+    base = np.array([draw_max(m) for m in draws])
     reps = []
     for r in range(k):
         for b in range(nb):
