@@ -29,6 +29,7 @@ import numpy as np
 
 from . import importance, models, params, population
 from ._jax import jax, jnp
+from .buffers import handover
 from .kernels.softmax_moments import softmax_moments
 from .kernels.softmax_prefix import softmax_moments_prefix
 from .params import Params
@@ -135,7 +136,7 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
     per probe covers every L (``Ls`` increasing)."""
     tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
-    zT, zq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks)
+    zT, zq = handover(models.all_tokens(tasks)), models.query_tokens(tasks)
     d = tasks.d
     out = np.empty((len(probes), len(Ls)))
     diag = np.empty((len(probes), 2, 3))
@@ -156,7 +157,7 @@ def grad_gaps(plist: list[Params], tasks, Ls) -> np.ndarray:
     (n_params, n_L, (d+1)^2 + d+1): the mean of the per-query differences (:func:`_per_query_grad_gaps`,
     every L in one pass of the prefix kernel), all parameters in one compiled call."""
     Ls = tuple(int(L) for L in Ls)
-    zT, zq, yq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
+    zT, zq, yq = handover(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
     G = models.model_data("limit", tasks).G
     Us = jnp.asarray(np.stack([np.asarray(p.U, float) for p in plist]))
     vs = jnp.asarray(np.stack([np.asarray(p.v, float) for p in plist]))
@@ -219,7 +220,7 @@ def grad_gaps_per_query(plist: list[Params], tasks, Ls, tilts=None, with_terms: 
     """
     tilts = np.zeros(len(plist)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
-    zT, zq, yq = jnp.asarray(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
+    zT, zq, yq = handover(models.all_tokens(tasks)), models.query_tokens(tasks), jnp.asarray(tasks.yq)
     D = tasks.d + 1
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jax import jax, jnp
+from .buffers import aligned_empty, handover
 from .kernels.softmax_moments import softmax_moments
 from .params import Params
 from .tasks import Tasks
@@ -79,10 +80,7 @@ def all_tokens(tasks: Tasks) -> np.ndarray:
     ``(x, -w)`` transposed once and their labels negated (the same bits as the plain formula)."""
     x, w = tasks.x, tasks.w
     n, l_max, d = x.shape
-    size = n * (d + 1) * l_max
-    buf = np.empty(size + 8)
-    start = (-buf.ctypes.data % 64) // 8
-    zT = buf[start:start + size].reshape(n, d + 1, l_max)
+    zT = aligned_empty((n, d + 1, l_max))
     h = n // 2
     if tasks.antithetic:
         zT[:h, :d] = x[:h].transpose(0, 2, 1)
@@ -98,7 +96,7 @@ def all_tokens(tasks: Tasks) -> np.ndarray:
 def prompt_data(tasks: Tasks, L: int) -> PromptData:
     """The prompts (all ``l_max`` tokens, of which the first ``L`` are used), queries and targets."""
     L = _check_L(tasks, L)
-    return PromptData(jnp.asarray(all_tokens(tasks)), query_tokens(tasks), jnp.asarray(tasks.yq),
+    return PromptData(handover(all_tokens(tasks)), query_tokens(tasks), jnp.asarray(tasks.yq),
                       jnp.asarray(L, dtype=jnp.int64))
 
 

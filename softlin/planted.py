@@ -33,7 +33,7 @@ from .tasks import sqrtm_sym
 EPS = 0.5            # the plain prompt law's share of the mixture: weights <= 1 / (1 - EPS)
 N_LENGTHS = 4        # plant ranges L_k = L_max / 4^i, i < N_LENGTHS (2^10 .. 2^16 at the default)
 TAU_MAX = 6.5        # largest standardized score planted
-TAU_STEP = 0.25      # tau snapped to multiples of this (the weights share their exponential series)
+TAU_STEP = 0.25      # tau snapped to multiples of this (components at one query share their exponentials)
 LAMBDA_PLANT = 0.25  # probes with lambda_max(M) >= 1/4 get components (infinite block variance beyond)
 STREAM = 0x706C616E  # the plant's random stream beside the block's seed ("plan")
 
@@ -68,24 +68,29 @@ def design(As, xqs, sigma, Lk, ref: int):
 
 
 def likelihood_ratio(x, u, j, Lk, eps: float = EPS) -> np.ndarray:
-    """``q / p`` of each prompt x (h, l_max, d) under the mixture (module doc); (h,)."""
-    t = np.einsum("hld,hqd->hql", x, u)                             # standardized scores (h, Q, l_max)
-    j0, j1 = int(j.min()), int(j.max())
-    starts = np.concatenate([[0], np.asarray(Lk[:-1])])
-    ends = np.asarray(Lk)
-    seg = np.empty((j1 - j0 + 1,) + t.shape[:2] + (len(Lk),))
-    step = np.exp(TAU_STEP * t)
-    r = np.exp(j0 * TAU_STEP * t - (j0 * TAU_STEP) ** 2 / 2)
-    for g in range(j1 - j0 + 1):                                    # exp(tau t - tau^2 / 2), tau = j TAU_STEP
-        if g:
-            tau0, tau1 = (j0 + g - 1) * TAU_STEP, (j0 + g) * TAU_STEP
-            r = r * step * np.exp(-(tau1 ** 2 - tau0 ** 2) / 2)
-        seg[g] = np.add.reduceat(r[..., : ends[-1]], starts, axis=-1)
-    M = np.cumsum(seg, axis=-1) / ends                              # prefix means (G, h, Q, K)
+    """``q / p`` of each prompt x (h, l_max, d) under the mixture (module doc); (h,).  Per prompt and
+    query, each distinct ``tau`` of its components is evaluated once, over the tokens its longest
+    ``L_k`` reads (one exponential per token there; a quarter of the prompt or less for most ``tau``)."""
+    t = np.matmul(u, x.transpose(0, 2, 1))                          # standardized scores (h, Q, l_max)
     h, P, Q, K = j.shape
-    hi, qi, ki = np.arange(h)[:, None, None, None], np.arange(Q)[None, None, :, None], np.arange(K)
-    mix = M[j - j0, hi, qi, ki].reshape(h, -1).mean(axis=1)
-    return (1 - eps) + eps * mix
+    ends = np.asarray(Lk)
+    starts = np.concatenate([[0], ends[:-1]])
+    M = np.empty((h, P, Q, K))                                      # each component's prefix mean
+    buf = np.empty(int(ends[-1]))
+    for a in range(h):
+        for q in range(Q):
+            jq = j[a, :, q, :]                                      # (P, K)
+            for g in np.unique(jq):
+                hit = np.nonzero(jq == g)
+                n_k = int(hit[1].max()) + 1                         # the lengths L_0 .. L_{n_k - 1}
+                tau = g * TAU_STEP
+                e = buf[: ends[n_k - 1]]
+                np.multiply(t[a, q, : ends[n_k - 1]], tau, out=e)
+                e -= tau * tau / 2
+                np.exp(e, out=e)                                    # exp(tau t_l - tau^2 / 2)
+                prefix = np.cumsum(np.add.reduceat(e, starts[:n_k])) / ends[:n_k]
+                M[a, hit[0], q, hit[1]] = prefix[hit[1]]
+    return (1 - eps) + eps * M.reshape(h, -1).mean(axis=1)
 
 
 def draw(x, chat, j, Lk, sigma, rng, eps: float = EPS) -> np.ndarray:

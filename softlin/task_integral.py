@@ -29,6 +29,7 @@ import numpy as np
 
 from . import importance, params
 from ._jax import jax, jnp
+from .buffers import aligned_empty, handover
 from .kernels.softmax_prefix import softmax_moments_prefix
 from .params import Params
 
@@ -55,10 +56,10 @@ def check_label_free(U, d: int) -> None:
 
 def moment_tokens(x: np.ndarray) -> np.ndarray:
     """Tokens ``(x, x_i x_j for i <= j)`` transposed for the prefix kernel; x (n, l_max, d) ->
-    (n, d + d(d+1)/2, l_max)."""
+    (n, d + d(d+1)/2, l_max), 64-byte aligned (read by JAX without a copy: :mod:`softlin.buffers`)."""
     n, l_max, d = x.shape
     iu, ju = np.triu_indices(d)
-    out = np.empty((n, d + len(iu), l_max))
+    out = aligned_empty((n, d + len(iu), l_max))
     xt = x.transpose(0, 2, 1)
     out[:, :d] = xt
     out[:, d:] = xt[:, iu] * xt[:, ju]
@@ -140,7 +141,7 @@ def grad_gaps_task_integral(plist: list[Params], tasks, Ls, tilts=None, with_ter
     Ls = tuple(int(L) for L in Ls)
     d = tasks.d
     h = tasks.n_distinct                                            # one prompt per antithetic pair
-    zT = jnp.asarray(moment_tokens(tasks.x[:h] if prompts is None else prompts))
+    zT = handover(moment_tokens(tasks.x[:h] if prompts is None else prompts))
     pw = np.ones(h) if prompt_weights is None else np.asarray(prompt_weights, float)
     msq_U = np.empty((len(plist), len(Ls)))
     msq_v = np.empty((len(plist), len(Ls)))

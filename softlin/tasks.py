@@ -129,14 +129,19 @@ def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,
         raise ValueError("Rademacher tokens have covariance I: sigma must be the identity")
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((n_pairs, d))
+    x = np.empty((2 * n_pairs, l_max, d))                   # both halves written in place (C1's 50 MB blocks)
     if token_kind == "gauss":
         root = sqrtm_sym(sigma)
-        x = rng.standard_normal((n_pairs, l_max, d)) @ root
+        if np.array_equal(root, np.eye(d)):                 # x @ I is x, bit for bit: the product skipped
+            rng.standard_normal(out=x[:n_pairs])
+        else:
+            np.matmul(rng.standard_normal((n_pairs, l_max, d)), root, out=x[:n_pairs])
         xq = rng.standard_normal((n_pairs, n_query, d)) @ root
     else:
-        x = (rng.integers(0, 2, size=(n_pairs, l_max, d)) * 2 - 1).astype(np.float64)
+        x[:n_pairs] = rng.integers(0, 2, size=(n_pairs, l_max, d)) * 2 - 1
         xq = (rng.integers(0, 2, size=(n_pairs, n_query, d)) * 2 - 1).astype(np.float64)
-    return Tasks(x=np.concatenate([x, x]), w=np.concatenate([w, -w]),
+    x[n_pairs:] = x[:n_pairs]
+    return Tasks(x=x, w=np.concatenate([w, -w]),
                  xq=np.concatenate([xq, xq]), sigma=sigma, token_kind=token_kind, seed=int(seed))
 
 

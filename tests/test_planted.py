@@ -46,6 +46,25 @@ def test_weight_reproduces_a_tail_probability_the_plant_reaches():
     assert hit.mean() > 5 * want
 
 
+def test_likelihood_ratio_is_the_mixture_formula():
+    """q / p against the module doc's formula written out, component by component: (1 - EPS) + EPS
+    mean_c mean_{l < L_k} exp(tau_c t_l - tau_c^2 / 2), t_l = x_l . u_query, tau_c = j_c TAU_STEP; grid
+    indices drawn so that one tau serves several lengths and probes, and others only a short one."""
+    rng = np.random.default_rng(5)
+    h, P, Q, d = 3, 3, 2, 3
+    Lk = planted.plant_lengths([2 ** k for k in range(2, 11)])       # 16, 64, 256, 1024
+    x = rng.standard_normal((h, int(Lk[-1]), d))
+    u = rng.standard_normal((h, Q, d))
+    j = rng.integers(4, 9, size=(h, P, Q, len(Lk)))
+    want = np.empty(h)
+    for a in range(h):
+        comps = [np.mean(np.exp(j[a, p, q, k] * planted.TAU_STEP * (x[a, :Lk[k]] @ u[a, q])
+                                - (j[a, p, q, k] * planted.TAU_STEP) ** 2 / 2))
+                 for p in range(P) for q in range(Q) for k in range(len(Lk))]
+        want[a] = (1 - planted.EPS) + planted.EPS * np.mean(comps)
+    np.testing.assert_allclose(planted.likelihood_ratio(x, u, j, Lk), want, rtol=1e-13)
+
+
 def _design(sigma, lambdas):
     setting = dict(name="t", sigma=np.asarray(sigma).tolist(), token_kind="gauss")
     probes = conc.probe_design(np.asarray(sigma), eq9=False, star=False, scaled_lambda=lambdas)
