@@ -23,6 +23,7 @@ trajectory) keeps one compiled program for every length, the prompts prepared on
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -117,8 +118,14 @@ def softmax_output(p: Params, data: models.PromptData) -> jax.Array:
 @functools.partial(jax.jit, static_argnames="Ls")
 def _output_sq_gap_terms(U, v, zT, zq, f_inf, w, Ls):
     """``w (f_softmax(L) - f_inf)^2`` at every L of ``Ls`` in one pass over the prompts
-    (:func:`softlin.kernels.softmax_prefix.softmax_moments_prefix`); (n_L, n, Q)."""
-    return w * (softmax_moments_prefix(U, v, zT, zq, Ls, second=False)[0] @ v - f_inf) ** 2
+    (:func:`softlin.kernels.softmax_prefix.softmax_moments_prefix`); (n_L, n, Q).  ``zT``, ``zq`` may hold
+    only the first half of antithetic tasks (``f_inf``, ``w`` every task's) when the scores do not read
+    the labels: a partner's softmax weights are then its pair's, bit for bit, and its moments the
+    same with the label's negated."""
+    m1 = softmax_moments_prefix(U, v, zT, zq, Ls, second=False)[0]
+    if zT.shape[0] != f_inf.shape[0]:
+        m1 = jnp.concatenate([m1, m1 * jnp.ones(m1.shape[-1]).at[-1].set(-1.0)], axis=1)
+    return w * (m1 @ v - f_inf) ** 2
 
 
 def output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None) -> np.ndarray:
@@ -133,11 +140,16 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
     ``weight (f_softmax(L) - f_linear(inf))^2``, unbiased for the mean squared gap; (n_probes, n_L).
     Second value (n_probes, 2, 3): :func:`softlin.importance.sums` of the independent queries'
     weighted terms at ``L_max`` and of their weights (effective sample sizes).  One kernel call
-    per probe covers every L (``Ls`` increasing)."""
+    per probe covers every L (``Ls`` increasing); for antithetic tasks and a probe whose scores do not
+    read the labels (``U[d, :d] = 0``, every C1 probe) it reads one prompt per pair."""
     tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
-    zT, zq = handover(models.all_tokens(tasks)), models.query_tokens(tasks)
-    d = tasks.d
+    d, h = tasks.d, tasks.n_distinct
+    paired = [h < tasks.n_tasks and not np.any(np.asarray(pr["U"])[d, :d]) for pr in probes]
+    half = dataclasses.replace(tasks, x=tasks.x[:h], w=tasks.w[:h], xq=tasks.xq[:h])
+    zT = {True: handover(models.all_tokens(half)) if any(paired) else None,
+          False: None if all(paired) else handover(models.all_tokens(tasks))}
+    zq = models.query_tokens(tasks)
     out = np.empty((len(probes), len(Ls)))
     diag = np.empty((len(probes), 2, 3))
     for i, pr in enumerate(probes):
@@ -145,7 +157,8 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
         tk, log_w = importance.tilted_queries(tasks, np.asarray(pr["U"])[:d, :d], float(tilts[i]))
         w = np.exp(log_w)
         f_inf = _limit_out(p, models.model_data("limit", tk))
-        terms = np.asarray(_output_sq_gap_terms(p.U, p.v, zT, models.query_tokens(tk) if tilts[i] else zq,
+        zq_i = models.query_tokens(tk) if tilts[i] else zq
+        terms = np.asarray(_output_sq_gap_terms(p.U, p.v, zT[paired[i]], zq_i[:h] if paired[i] else zq_i,
                                                 f_inf, jnp.asarray(w), Ls))
         out[i] = terms.mean(axis=(1, 2))
         diag[i] = [importance.sums(importance.unit_terms(terms[-1])), importance.sums(importance.unit_terms(w))]

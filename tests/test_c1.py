@@ -245,8 +245,9 @@ def test_every_c1_criterion_reads_a_value_with_its_se():
 def test_weighted_output_sq_gaps_vs_numpy_reference():
     """C1's measure (one prefix-kernel call per probe for every L) against the numpy reference's
     outputs at each L separately: plain queries and S5's tilted queries with their weights; the
-    diagnostics at L_max; the tokens it reads (models.all_tokens, antithetic partners written once) equal
-    the plain formula ``concat(x, y)`` transposed bit for bit."""
+    diagnostics at L_max; label-free scores (one prompt per antithetic pair read) and scores that read
+    the labels (every prompt read); the tokens it reads (models.all_tokens, antithetic partners written
+    once) equal the plain formula ``concat(x, y)`` transposed bit for bit."""
     from softlin import importance
     from softlin import numpy_reference as ref
 
@@ -263,9 +264,12 @@ def test_weighted_output_sq_gaps_vs_numpy_reference():
         big = T.sample(3, d, np.eye(d), 8, 2, 4099, kind)
         assert np.array_equal(models.all_tokens(big), plain(big))
     star = population.bayes_optimum(sigma)
-    probes = [dict(U=(0.9 * star.U).tolist(), v=star.v.tolist()), dict(U=star.U.tolist(), v=star.v.tolist())]
+    reads_labels = np.array(star.U)
+    reads_labels[d, :d] = [0.2, -0.1, 0.3]          # scores that read the labels: every task's prompt read
+    probes = [dict(U=(0.9 * star.U).tolist(), v=star.v.tolist()), dict(U=star.U.tolist(), v=star.v.tolist()),
+              dict(U=reads_labels.tolist(), v=star.v.tolist())]
     Ls = [1, 5, 8, 21, 50]
-    tilts = [0.0, 0.3]
+    tilts = [0.0, 0.3, 0.0]
     msq, diag = conc.weighted_output_sq_gaps(probes, tk, Ls, tilts)
     for i, pr in enumerate(probes):
         U, v = np.asarray(pr["U"]), np.asarray(pr["v"])
