@@ -73,10 +73,23 @@ def measure_jobs(cfg: dict, claim: str) -> dict:
             for name, st in c1["settings"].items()}
 
 
-def measure_seconds(sec: dict, n_probes: int) -> float:
+def blocks_of(sec: dict, setting: str) -> int:
+    """Task blocks of ``setting``'s measure job: ``n_blocks_by_setting`` where it names the setting (C2),
+    else ``n_blocks``."""
+    return int((sec.get("n_blocks_by_setting") or {}).get(setting, sec["n_blocks"]))
+
+
+def blocks_text(n_blocks: int, by_setting: dict | None = None) -> str:
+    """``"256 blocks"``, or ``"256 blocks (isotropic 1024)"`` where settings differ from ``n_blocks``."""
+    other = [f"{s} {n}" for s, n in (by_setting or {}).items() if n != n_blocks]
+    return f"{n_blocks} blocks" + (f" ({', '.join(other)})" if other else "")
+
+
+def measure_seconds(sec: dict, n_probes: int, n_blocks: int | None = None) -> float:
     """Predicted CPU seconds of one C1/C2 measure job of ``n_probes`` probes on one thread, from its
-    section ``sec`` (c1 or c2): blocks x tasks x L_max x (draw + queries x probes x kernel)."""
-    work = sec["n_blocks"] * 2 * sec["n_pairs"] * max(_pow2(sec))
+    section ``sec`` (c1 or c2) and its blocks (default ``n_blocks``): blocks x tasks x L_max x (draw +
+    queries x probes x kernel)."""
+    work = (sec["n_blocks"] if n_blocks is None else n_blocks) * 2 * sec["n_pairs"] * max(_pow2(sec))
     return work * (C12_TASK_TOKEN_S + C12_TOKEN_S * sec["n_query"] * n_probes)
 
 
@@ -89,7 +102,14 @@ def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
     jobs = measure_jobs(cfg, claim)
     if setting not in jobs:
         raise ValueError(f"{claim} has no measure job {setting!r}: {sorted(jobs)}")
-    return 2 + math.ceil(SLURM_MARGIN * sum(measure_seconds(cfg[claim], n) for n in jobs.values()) / 60)
+    return 2 + math.ceil(SLURM_MARGIN * claim_measure_seconds(cfg, claim) / 60)
+
+
+def claim_measure_seconds(cfg: dict, claim: str) -> float:
+    """Predicted CPU seconds of all of ``claim``'s measure jobs (:func:`measure_seconds`, each at its
+    setting's blocks)."""
+    sec = cfg[claim]
+    return sum(measure_seconds(sec, n, blocks_of(sec, name)) for name, n in measure_jobs(cfg, claim).items())
 
 
 def trajectory_seconds(cfg: dict) -> float:
@@ -126,12 +146,12 @@ def estimates(cfg: dict) -> dict:
     if c1 is not None:
         L, tasks = max(_pow2(c1)), 2 * c1["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
-        cpu = sum(measure_seconds(c1, n) for n in measure_jobs(cfg, "c1").values())
+        cpu = claim_measure_seconds(cfg, "c1")
         out["c1"] = (cpu, BASE_MB + 8 * tasks * L * (d + 1 + 2 * c1["n_query"]) * 4 / 1e6)
     if c2 is not None and c1 is not None:
         L, tasks = max(_pow2(c2)), 2 * c2["n_pairs"]
         d = max(len(st["sigma"]) for st in c1["settings"].values())
-        cpu = sum(measure_seconds(c2, n) for n in measure_jobs(cfg, "c2").values())
+        cpu = claim_measure_seconds(cfg, "c2")
         mb = BASE_MB + 8 * tasks * L * (d + 1) * (1 + c2["n_query"]) * 4 / 1e6
         if c3 is not None and "trajectory" in c2:       # C2e: every prompt draw re-reads every recorded iterate
             t = c2["trajectory"]

@@ -222,7 +222,10 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
         a.set_title(f"along C3's linear(inf) trajectories: max over steps ({'full' if part == 'U' else part});\n"
                     f"mean over {n_seeds} seeds (s.e. over seeds), thin: each seed", fontsize=9)
         a.legend(fontsize=6)
-    suptitle(fig, f"C2 gradient concentration: {protocol['n_blocks']} blocks x {2 * protocol['n_pairs']} tasks x "
+    from .config_cost import blocks_text
+
+    suptitle(fig, f"C2 gradient concentration: {blocks_text(protocol['n_blocks'], protocol.get('n_blocks_by_setting'))}"
+             f" x {2 * protocol['n_pairs']} tasks x "
              f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$" + note)
     save(fig, png, pdf)
 

@@ -169,7 +169,7 @@ def test_replication_needed_by_hand():
     m = {"a": {"dev": {"p1": -0.07, "p2": -0.01}, "dev_se": {"p1": 0.024, "p2": 0.001}, "dev_df": 7}}
     v = verdict.evaluate(crit, m, 2.0)
     assert v["status"] == "INCONCLUSIVE"
-    rows = curves.needed([v], lambda path: (8, "task blocks"))
+    rows = curves.needed([v], lambda path, label: (8, "task blocks"))
     # with the rule's t multiplier at n - 1 df: the smallest n with t_{n-1} 0.024 sqrt(8 / n) < 0.03,
     # scanned by hand here: 24 (the normal law's 21 is too few)
     scan = next(k for k in range(2, 1000) if student.multiplier(2, k - 1) * 0.024 * np.sqrt(8 / k) < 0.03)
@@ -200,7 +200,7 @@ def test_replication_needed_for_a_count_by_hand():
     assert len(undecided) == 4
     want = sorted(scan(r, s) for r, s in undecided)[1]
     assert want == 10
-    rows = curves.needed([v], lambda path: (5, "C3 seeds"), m)
+    rows = curves.needed([v], lambda path, label: (5, "C3 seeds"), m)
     assert [(r["n_needed"], r["direction"], r["count"]) for r in rows] == [(10, "PASS", (0, 4))]
     assert "10 (2.0x), to PASS" in curves.needed_markdown(rows)
     # to FAIL: two clear rises and two near 0 against "at most 2": the cheaper way is a third rise up

@@ -269,3 +269,18 @@ def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
                              c2e.along_like(dict(c, n_blocks=cfg["c2"]["trajectory"]["n_blocks"],
                                                 n_prompts=cfg["c2"]["trajectory"]["n_prompts"])))
         np.testing.assert_array_equal(along.step, theirs.step)
+
+
+def test_each_entry_reads_the_blocks_of_its_own_setting():
+    """c2.n_blocks_by_setting: the replication table's n for an entry is its setting's blocks, named by
+    the path (sweep.<setting>, fits.<setting>/<probe>) or the entry (<setting>/<probe>); the fewest of
+    any setting where neither names one; c2.n_blocks where no setting is given its own."""
+    from softlin.claims import c2 as c2_
+
+    protocol = {"n_blocks": 256, "n_blocks_by_setting": {"isotropic": 1024, "anisotropic": 256, "rademacher": 64}}
+    cases = [("summary.U.ratio", "isotropic/star_x1.316", 1024), ("summary.U.ratio", "anisotropic/star", 256),
+             ("sweep.isotropic.U.dev", "sweep_lam0.55", 1024), ("sweep.anisotropic.U.shallowing", None, 256),
+             ("fits.rademacher/star.U.slope_last4", None, 64), ("summary.U.ratio", None, 64)]
+    for path, label, want in cases:
+        assert c2_.blocks_behind(protocol, path, label) == want, (path, label)
+    assert c2_.blocks_behind({"n_blocks": 128}, "sweep.isotropic.U.dev", "sweep_lam0.55") == 128

@@ -129,6 +129,9 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
                            "config key 'c3.offblock_rate.grow_rate': 0.01 > 0.001"),
     "c3_floor_loose": ({"c3": {"offblock_rate": {"floor": 1.0e-3}}}, "config key 'c3.offblock_rate.floor': 0.001 > 1e-14"),
     "huge_c1": ({"c1": {"n_blocks": 10 ** 9}}, "config key 'c1': about "),
+    "c2_blocks_of_no_setting": ({"c2": {"n_blocks_by_setting": {"isotropc": 512}}},
+                                "config key 'c2.n_blocks_by_setting': 'isotropc' is not a c1 setting"),
+    "huge_c2_one_setting": ({"c2": {"n_blocks_by_setting": {"nondiagonal": 10 ** 9}}}, "config key 'c2': about "),
     # C2e keeps every prompt draw's gaps at every recorded iterate: 10^7 draws at the smoke preset are TB
     # C2e draws its own seeds' tasks, so any count is legal; 10^6 seeds' records exceed the machine
     "huge_c2e_seeds": ({"c2": {"trajectory": {"n_seeds": 10 ** 6}}}, "config key 'c2': its largest job needs"),
@@ -203,7 +206,8 @@ def test_c1_c2_measure_runtime_is_a_sane_upper_bound():
 
 def test_c2_confirm_is_declared_on_seeds_no_other_run_uses():
     """config/c2_confirm.yaml (issue 31) passes the guards at 1024 blocks and 40 C2e task seeds, and the
-    seeds of it, the default and config/other_seeds.yaml are pairwise disjoint: C2's task blocks (seed + 7919 b, b < n_blocks),
+    seeds of it, the default and config/other_seeds.yaml are pairwise disjoint: C2's task blocks (seed + 7919 b, b below
+    the largest setting's blocks),
     C2e's task seeds (seed0 + c3.seed_stride i, i < n_seeds; the default's seed0 is c3.seed0) and prompt
     draws (prompt_seed + r, r >= 1). Its C2e jobs took 21.6 s on the 2-core machine (40 seeds x 2 draws):
     the SLURM runtime covers them."""
@@ -213,7 +217,8 @@ def test_c2_confirm_is_declared_on_seeds_no_other_run_uses():
         c2, c3 = cfg["c2"], cfg["c3"]
         t = c2["trajectory"]
         seed0 = c3["seed0"] if t.get("seed0") is None else t["seed0"]
-        return ({c2["seed"] + BLOCK_SEED_STRIDE * b for b in range(c2["n_blocks"])},
+        n_blocks = max(config_cost.blocks_of(c2, s) for s in cfg["c1"]["settings"])   # the largest setting's
+        return ({c2["seed"] + BLOCK_SEED_STRIDE * b for b in range(n_blocks)},
                 {seed0 + c3["seed_stride"] * i for i in range(t["n_seeds"])},
                 {t["prompt_seed"] + r for r in range(1, t["n_prompts"])})
     runs = {"config": load(preset="default")[0]}

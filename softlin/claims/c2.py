@@ -222,6 +222,20 @@ def sweep_summary(fits: dict, setting: str, shallowing: dict) -> dict:
     return out
 
 
+def blocks_behind(protocol: dict, path: str, label) -> int:
+    """The task blocks behind a C2 metric's entry: those of its setting (named by ``sweep.<setting>``,
+    ``fits.<setting>/<probe>`` or an entry ``<setting>/<probe>``; ``protocol["n_blocks_by_setting"]``),
+    the fewest of any setting where neither names one."""
+    by = protocol.get("n_blocks_by_setting") or {}
+    parts = path.split(".")
+    name = (parts[1] if parts[0] == "sweep" and len(parts) > 1 else
+            parts[1].split("/")[0] if parts[0] == "fits" and len(parts) > 1 else
+            label.split("/")[0] if isinstance(label, str) and "/" in label else None)
+    if name in by:
+        return int(by[name])
+    return int(min(by.values())) if by and name is None else int(protocol["n_blocks"])
+
+
 # --------------------------------------------------------------------------- the metrics job
 def summarize_all(design: dict, gaps: dict, trajectories: dict, sweep_settings, n_boot: int, seed: int,
                   seed_log_slope: float, protocol: dict, z: float = 2.0, progress=print) -> dict:

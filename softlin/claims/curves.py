@@ -249,9 +249,10 @@ def needed(verdicts: list[dict], units, metrics_: dict | None = None) -> list[di
     """For every undecided test entry (value +/- t se straddling its threshold, ``t`` the entry's
     multiplier): the replication that would decide it at the present estimate, from se ~ 1/sqrt(n)
     and the Student multiplier at ``n_needed - 1`` df (:func:`softlin.verdict.replication_to_decide`
-    with ``t_law``; at least ``ceil(n (z se / |value - threshold|)^2)``).  ``units(path)`` gives ``(n, unit)``,
-    the replication behind the value at ``path``.  One row per undecided entry; with ``metrics_`` (the
-    metrics the verdicts read) also one per undecided count of rises (:func:`count_needed`)."""
+    with ``t_law``; at least ``ceil(n (z se / |value - threshold|)^2)``).  ``units(path, label)`` gives
+    ``(n, unit)``, the replication behind the value at ``path`` (its entry ``label``, None for a scalar).
+    One row per undecided entry; with ``metrics_`` (the metrics the verdicts read) also one per
+    undecided count of rises (:func:`count_needed`)."""
     out = []
     for v in verdicts:
         for t in v["tests"] + v.get("preconditions", []):
@@ -264,10 +265,10 @@ def needed(verdicts: list[dict], units, metrics_: dict | None = None) -> list[di
             x, s = t["value"], t.get("se")
             entries = ([(k, x[k], s[k] if isinstance(s, dict) else s) for k in x] if isinstance(x, dict)
                        else [(None, x, s)])
-            n, unit = units(t["measured"])
             for label, xv, sv in entries:
                 if sv is None or isinstance(sv, str):
                     continue
+                n, unit = units(t["measured"], label)
                 m = mult[label] if isinstance(mult, dict) else mult
                 outcome, _ = verdict.decide(t["op"], t["threshold"], xv, sv, m)
                 if outcome != "undecided":
@@ -284,7 +285,6 @@ def _count_rows(cid: str, t: dict, units, metrics_: dict) -> list[dict]:
     """:func:`needed`'s rows of one undecided count test (each undecided entry of it)."""
     rises = verdict.lookup_sibling(metrics_, t["measured"], "_rises")
     rises_se = verdict.lookup_sibling(metrics_, t["measured"], "_rises_se")
-    n, unit = units(t["measured"])
     counts = t["count"] if isinstance(t["count"], dict) else {None: t["count"]}
     mult = t["multiplier"]
     out = []
@@ -293,6 +293,7 @@ def _count_rows(cid: str, t: dict, units, metrics_: dict) -> list[dict]:
         if intervals.decide_bounds(t["op"], t["threshold"], lo, hi)[0] != "undecided":
             continue
         r, s = (rises[label], rises_se[label]) if label is not None else (rises, rises_se)
+        n, unit = units(t["measured"], label)
         n_need, way = count_needed(r, s, n, t["op"], t["threshold"], t["z"], m)
         out.append(dict(id=cid, measured=t["measured"], label=label, count=(int(lo), int(hi)),
                         value=int(t["value"][label] if label is not None else t["value"]), se=None,

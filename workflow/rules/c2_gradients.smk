@@ -12,6 +12,8 @@ C2_TRAJ_SEEDS = [C2_TRAJ_SEED0 + config["c3"]["seed_stride"] * i for i in range(
 C2_TRAJ = C2["trajectory"]["settings"]
 # the threshold sweep's lambda_max targets measured in each setting (none outside the sweep's settings)
 C2_SWEEP = {s: C2["sweep"]["lambda"] if s in C2["sweep"]["settings"] else [] for s in C2_SETTINGS}
+# each setting's task blocks: c2.n_blocks_by_setting where it names the setting, else c2.n_blocks
+C2_BLOCKS = {s: config_cost.blocks_of(C2, s) for s in C2_SETTINGS}
 
 
 rule c2_measure:
@@ -25,7 +27,7 @@ rule c2_measure:
         **named(
             L=C2_L,
             seed=C2["seed"],
-            n_blocks=C2["n_blocks"],
+            n_blocks=lambda w: C2_BLOCKS[w.setting],
             n_pairs=C2["n_pairs"],
             n_query=C2["n_query"],
             sweep=lambda w: C2_SWEEP[w.setting],
@@ -45,7 +47,7 @@ rule c2_measure:
     benchmark:
         benchfile("c2", "measure_{setting}")
     message:
-        "C2: gradient gaps for {wildcards.setting}, L = {params.L}, sweep lambda = {params.sweep}"
+        "C2: gradient gaps for {wildcards.setting}, {params.n_blocks} task blocks, L = {params.L}, sweep lambda = {params.sweep}"
     script:
         "../scripts/c2_measure.py"
 
@@ -118,10 +120,11 @@ rule c2_metrics:
             seed=C2["seed"],
             z=config["decision"]["z"],
             L=C2_L,
-            n_blocks=C2["n_blocks"],
+            n_blocks=C2_BLOCKS,
             traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"], n_prompts=C2["trajectory"]["n_prompts"]),
             protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")}
-            | {"trajectory_n_prompts": C2["trajectory"]["n_prompts"], "trajectory_n_seeds": C2["trajectory"]["n_seeds"]},
+            | {"n_blocks_by_setting": C2_BLOCKS, "trajectory_n_prompts": C2["trajectory"]["n_prompts"],
+               "trajectory_n_seeds": C2["trajectory"]["n_seeds"]},
         ),
     resources:
         runtime=2,
@@ -152,7 +155,9 @@ rule c2_figure:
         **named(
             preset=PRESET,
             preset_description=PRESET_DESCRIPTION,
-            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")},
+            protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "n_blocks", "n_pairs", "n_query")}
+            | {"n_blocks_by_setting": C2_BLOCKS},
+            blocks=config_cost.blocks_text(C2["n_blocks"], C2_BLOCKS),
             seed_log_slope=C2["trajectory"]["seed_log_slope"],
             cmap=config["plot"]["probe_cmap"],
         ),

@@ -11,7 +11,7 @@ metrics = load_json(snakemake.input.metrics)
 title = f"output concentration of softmax(L) on linear(inf) (preset {p.preset})"
 n_blocks = metrics["protocol"]["n_blocks"]
 need = curves.needed([verdict.evaluate(c, metrics, p.z) for c in p.criteria],
-                     lambda path: (n_blocks, "task blocks"), metrics)
+                     lambda path, label: (n_blocks, "task blocks"), metrics)
 for r in need:
     log(f"{r['id']} {r['measured']}[{r['label']}]: undecided, needs {r['n_needed']} task blocks (now {r['n']})")
 verdict_report.publish("c1", title, list(p.criteria), metrics, dict(snakemake.output.items()),

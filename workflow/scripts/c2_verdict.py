@@ -1,7 +1,7 @@
 """C2 rule c2_verdict: predeclared criteria on the C2 metrics, and the replication an undecided
 test would need."""
 from softlin import verdict, verdict_report
-from softlin.claims import curves
+from softlin.claims import c2, curves
 from softlin.io import load_json
 from softlin.progress import Progress
 
@@ -11,12 +11,12 @@ metrics = load_json(snakemake.input.metrics)
 title = f"gradient concentration and its stability along training (preset {p.preset})"
 
 
-def units(path: str):
-    """The independent replicates behind a metric: C3's seeds (their trajectories) along the
-    trajectory, C2's task blocks elsewhere."""
+def units(path: str, label):
+    """The independent replicates behind a metric's entry: the task seeds (their trajectories) along the
+    trajectory, elsewhere the task blocks of the entry's setting (c2.setting_of)."""
     if path.startswith("trajectory."):
         return metrics["trajectory"][path.split(".")[1]]["n_seeds"], "task seeds (trajectories)"
-    return metrics["protocol"]["n_blocks"], "task blocks"
+    return c2.blocks_behind(metrics["protocol"], path, label), "task blocks"
 
 
 def per_seed_markdown(traj: dict) -> str:
