@@ -110,9 +110,9 @@ def check_semantics(cfg):
         for name in c2["sweep"]["settings"]:
             if name not in c1["settings"] or c1["settings"][name].get("token_kind", "gauss") != "gauss":
                 raise ValueError(f"config key 'c2.sweep.settings': {name!r} is not a Gaussian c1 setting")
-        for name in c2.get("n_blocks_by_setting") or {}:
+        for name in c2.get("blocks_factor") or {}:
             if name not in c1["settings"]:
-                raise ValueError(f"config key 'c2.n_blocks_by_setting': {name!r} is not a c1 setting "
+                raise ValueError(f"config key 'c2.blocks_factor': {name!r} is not a c1 setting "
                                  f"(C2 measures the c1 settings: {sorted(c1['settings'])})")
         for name in c2["trajectory"]["settings"]:
             if name not in (c3 or {}).get("settings", {}):

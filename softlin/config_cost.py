@@ -74,9 +74,9 @@ def measure_jobs(cfg: dict, claim: str) -> dict:
 
 
 def blocks_of(sec: dict, setting: str) -> int:
-    """Task blocks of ``setting``'s measure job: ``n_blocks_by_setting`` where it names the setting (C2),
-    else ``n_blocks``."""
-    return int((sec.get("n_blocks_by_setting") or {}).get(setting, sec["n_blocks"]))
+    """Task blocks of ``setting``'s measure job: ``n_blocks`` times the setting's ``blocks_factor`` (C2; 1
+    where it does not name the setting)."""
+    return int(sec["n_blocks"]) * int((sec.get("blocks_factor") or {}).get(setting, 1))
 
 
 def blocks_text(n_blocks: int, by_setting: dict | None = None) -> str:

@@ -272,7 +272,8 @@ def test_c2e_trains_c3s_linear_inf_run_bit_for_bit(smoke_built):
 
 
 def test_each_entry_reads_the_blocks_of_its_own_setting():
-    """c2.n_blocks_by_setting: the replication table's n for an entry is its setting's blocks, named by
+    """c2.blocks_factor: the replication table's n for an entry is its setting's blocks (the metrics'
+    protocol ``n_blocks_by_setting``), named by
     the path (sweep.<setting>, fits.<setting>/<probe>) or the entry (<setting>/<probe>); the fewest of
     any setting where neither names one; c2.n_blocks where no setting is given its own."""
     from softlin.claims import c2 as c2_

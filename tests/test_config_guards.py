@@ -129,9 +129,9 @@ CASES = {  # name: (override at the smoke preset, what the one line says)
                            "config key 'c3.offblock_rate.grow_rate': 0.01 > 0.001"),
     "c3_floor_loose": ({"c3": {"offblock_rate": {"floor": 1.0e-3}}}, "config key 'c3.offblock_rate.floor': 0.001 > 1e-14"),
     "huge_c1": ({"c1": {"n_blocks": 10 ** 9}}, "config key 'c1': about "),
-    "c2_blocks_of_no_setting": ({"c2": {"n_blocks_by_setting": {"isotropc": 512}}},
-                                "config key 'c2.n_blocks_by_setting': 'isotropc' is not a c1 setting"),
-    "huge_c2_one_setting": ({"c2": {"n_blocks_by_setting": {"nondiagonal": 10 ** 9}}}, "config key 'c2': about "),
+    "c2_blocks_of_no_setting": ({"c2": {"blocks_factor": {"isotropc": 2}}},
+                                "config key 'c2.blocks_factor': 'isotropc' is not a c1 setting"),
+    "huge_c2_one_setting": ({"c2": {"blocks_factor": {"nondiagonal": 10 ** 9}}}, "config key 'c2': about "),
     # C2e keeps every prompt draw's gaps at every recorded iterate: 10^7 draws at the smoke preset are TB
     # C2e draws its own seeds' tasks, so any count is legal; 10^6 seeds' records exceed the machine
     "huge_c2e_seeds": ({"c2": {"trajectory": {"n_seeds": 10 ** 6}}}, "config key 'c2': its largest job needs"),

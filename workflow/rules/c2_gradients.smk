@@ -12,7 +12,7 @@ C2_TRAJ_SEEDS = [C2_TRAJ_SEED0 + config["c3"]["seed_stride"] * i for i in range(
 C2_TRAJ = C2["trajectory"]["settings"]
 # the threshold sweep's lambda_max targets measured in each setting (none outside the sweep's settings)
 C2_SWEEP = {s: C2["sweep"]["lambda"] if s in C2["sweep"]["settings"] else [] for s in C2_SETTINGS}
-# each setting's task blocks: c2.n_blocks_by_setting where it names the setting, else c2.n_blocks
+# each setting's task blocks: c2.n_blocks times its c2.blocks_factor (1 where it names none)
 C2_BLOCKS = {s: config_cost.blocks_of(C2, s) for s in C2_SETTINGS}
 
 
