@@ -105,6 +105,14 @@ def measure_runtime_min(cfg: dict, claim: str, setting: str) -> int:
     return 2 + math.ceil(SLURM_MARGIN * claim_measure_seconds(cfg, claim) / 60)
 
 
+def measure_priority(cfg: dict, claim: str, setting: str) -> int:
+    """A measure job's scheduling priority: its predicted CPU seconds (:func:`measure_seconds` at its
+    setting's blocks), so the longest measure jobs start first and none runs alone at the end (C2's
+    isotropic job at 4x the blocks of the others)."""
+    sec = cfg[claim]
+    return int(measure_seconds(sec, measure_jobs(cfg, claim)[setting], blocks_of(sec, setting)))
+
+
 def claim_measure_seconds(cfg: dict, claim: str) -> float:
     """Predicted CPU seconds of all of ``claim``'s measure jobs (:func:`measure_seconds`, each at its
     setting's blocks)."""

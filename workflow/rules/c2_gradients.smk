@@ -34,6 +34,8 @@ rule c2_measure:
             estimator=C2["estimator"],
         ),
     threads: 1
+    # longest first (predicted CPU seconds): no measure job runs alone at the end
+    priority: lambda w: config_cost.measure_priority(config, "c2", w.setting)
     resources:
         # minutes: 5x the CPU seconds of the claim's measure jobs (grouped on SLURM) + 2 (softlin/config_cost.py)
         runtime=lambda w: config_cost.measure_runtime_min(config, "c2", w.setting),
