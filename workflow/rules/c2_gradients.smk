@@ -81,6 +81,7 @@ rule c2_trajectory:
             convention=config["c3"]["loop_convention"],
         ),
     threads: 1
+    priority: lambda w: int(config_cost.trajectory_seconds(config))   # longest first, as the measure jobs
     resources:
         runtime=lambda w: config_cost.trajectory_runtime_min(config),
         mem_mb=1000 + int(3 * config_cost.trajectory_record_mb(config)),   # one seed's record, built as a list then stacked

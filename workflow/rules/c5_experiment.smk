@@ -5,6 +5,7 @@
 # A run is results/{c5_run}: the default run results/c5, or a replicate (its own training stream,
 # initialisation and test set; every other setting the default's) results/c5_replicates/<name>; the
 # default run is the replicate equal to the default settings, so one rule per step serves them all.
+from softlin import config_cost
 from softlin.claims.c5_protocol import describe
 
 C5 = config["c5"]
@@ -44,6 +45,8 @@ rule c5_train:
             checkpoint=lambda w: f"results/{w.c5_run}/checkpoints/L{w.c5_L}.npz",
         ),
     threads: C5["threads"]
+    # longest first (predicted CPU seconds, as the measure jobs): the workflow's longest jobs start first
+    priority: lambda w: int(C5["steps"] * config_cost.c5_step_seconds(C5, c5_group_Ls(w.c5_L)))
     resources:
         runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
         mem_mb=lambda w: c5_mem_mb(c5_group_Ls(w.c5_L)),
