@@ -145,7 +145,7 @@ def weighted_output_sq_gaps(probes: list[dict], tasks, Ls, tilts=None):
     tilts = np.zeros(len(probes)) if tilts is None else np.asarray(tilts, float)
     Ls = tuple(int(L) for L in Ls)
     d, h = tasks.d, tasks.n_distinct
-    paired = [h < tasks.n_tasks and not np.any(np.asarray(pr["U"])[d, :d]) for pr in probes]
+    paired = [h < tasks.n_tasks and not params.scores_read_labels(pr["U"], d) for pr in probes]
     half = dataclasses.replace(tasks, x=tasks.x[:h], w=tasks.w[:h], xq=tasks.xq[:h])
     zT = {True: handover(models.all_tokens(half)) if any(paired) else None,
           False: None if all(paired) else handover(models.all_tokens(tasks))}

@@ -45,6 +45,12 @@ def c5_step_seconds(c5: dict, Ls) -> float:
     return (draw + c5["restarts"] * (4e-3 + 1.1e-6 * sum(Ls))) * c5["batch"] / 128
 
 
+def c5_train_seconds(c5: dict, Ls) -> float:
+    """Predicted CPU seconds of a C5 training job of the group ``Ls`` on one thread:
+    ``c5.steps`` x :func:`c5_step_seconds`."""
+    return c5["steps"] * c5_step_seconds(c5, Ls)
+
+
 def c5_mem_mb(c5: dict, Ls) -> int:
     """Memory (MB) of a C5 training job over the lengths ``Ls``: a batch of the longest prompt."""
     return BASE_MB + int(c5["batch"] * (max(Ls) + 2) * (c5["d"] + 2) * 8 * 4 / 1e6)
@@ -109,15 +115,19 @@ def measure_priority(cfg: dict, claim: str, setting: str) -> int:
     """A measure job's scheduling priority: its predicted CPU seconds (:func:`measure_seconds` at its
     setting's blocks), so the longest measure jobs start first and none runs alone at the end (C2's
     isotropic job at 4x the blocks of the others)."""
+    return int(job_measure_seconds(cfg, claim, setting))
+
+
+def job_measure_seconds(cfg: dict, claim: str, setting: str) -> float:
+    """Predicted CPU seconds of ``claim``'s measure job of ``setting`` (:func:`measure_seconds` at its probes
+    and its setting's blocks)."""
     sec = cfg[claim]
-    return int(measure_seconds(sec, measure_jobs(cfg, claim)[setting], blocks_of(sec, setting)))
+    return measure_seconds(sec, measure_jobs(cfg, claim)[setting], blocks_of(sec, setting))
 
 
 def claim_measure_seconds(cfg: dict, claim: str) -> float:
-    """Predicted CPU seconds of all of ``claim``'s measure jobs (:func:`measure_seconds`, each at its
-    setting's blocks)."""
-    sec = cfg[claim]
-    return sum(measure_seconds(sec, n, blocks_of(sec, name)) for name, n in measure_jobs(cfg, claim).items())
+    """Predicted CPU seconds of all of ``claim``'s measure jobs (:func:`job_measure_seconds`)."""
+    return sum(job_measure_seconds(cfg, claim, name) for name in measure_jobs(cfg, claim))
 
 
 def trajectory_seconds(cfg: dict) -> float:
@@ -184,7 +194,7 @@ def estimates(cfg: dict) -> dict:
     if c5 is not None:
         k = c5["L_per_job"] or len(c5["L"])
         groups = [c5["L"][i:i + k] for i in range(0, len(c5["L"]), k)]
-        train = sum(c5["steps"] * c5_step_seconds(c5, g) for g in groups)
+        train = sum(c5_train_seconds(c5, g) for g in groups)
         ev = c5["eval"]
         test = TOKEN_S * ev["n_test"] * sum(c5["L"]) * (c5["d"] + 1) * 16
         mem_eval = BASE_MB + ev["chunk"] * max(c5["L"]) * (c5["d"] + 2) * 8 * 4 / 1e6

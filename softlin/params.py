@@ -65,3 +65,9 @@ def block_params(A, b: float) -> Params:
     v = np.zeros(d + 1)
     v[d] = b
     return Params(U, v)
+
+
+def scores_read_labels(U, d: int) -> bool:
+    """Whether the scores ``z_q^T U^T z_l`` read the prompt labels: ``U``'s label row ``U[d, :d]`` is not 0
+    (the query token's label is 0, so ``U[d, d]`` never enters)."""
+    return bool(np.any(np.asarray(U)[d, :d] != 0))

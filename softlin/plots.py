@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from . import config_cost  # noqa: E402
+
 
 def save(fig, png, pdf=None) -> None:
     """Write ``fig`` as PNG (and PDF) with fixed metadata, so reruns give identical files (each
@@ -222,10 +224,8 @@ def c2_gradients(table, traj, metrics: dict, note: str, protocol: dict, seed_log
         a.set_title(f"along C3's linear(inf) trajectories: max over steps ({'full' if part == 'U' else part});\n"
                     f"mean over {n_seeds} seeds (s.e. over seeds), thin: each seed", fontsize=9)
         a.legend(fontsize=6)
-    from .config_cost import blocks_text
-
-    suptitle(fig, f"C2 gradient concentration: {blocks_text(protocol['n_blocks'], protocol.get('n_blocks_by_setting'))}"
-             f" x {2 * protocol['n_pairs']} tasks x "
+    blocks = config_cost.blocks_text(protocol["n_blocks"], protocol.get("n_blocks_by_setting"))
+    suptitle(fig, f"C2 gradient concentration: {blocks} x {2 * protocol['n_pairs']} tasks x "
              f"{protocol['n_query']} queries; dashed: $L^{{-\\beta}}$" + note)
     save(fig, png, pdf)
 

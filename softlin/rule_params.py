@@ -182,7 +182,7 @@ class RuleParams:
         """Minutes a c5_train job may take: 1.5 x the CPU prediction on the job's threads +
         compilation; on a GPU far less (the CPU seconds of one joint step: softlin.config_cost)."""
         c5 = self.config["c5"]
-        return 5 + int(1.5 * c5["steps"] * config_cost.c5_step_seconds(c5, Ls) / c5["threads"] / 60)
+        return 5 + int(1.5 * config_cost.c5_train_seconds(c5, Ls) / c5["threads"] / 60)
 
     def c5_mem_mb(self, Ls):
         """Memory (MB) a c5_train job of the group ``Ls`` asks for (softlin.config_cost)."""

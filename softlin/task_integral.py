@@ -49,9 +49,8 @@ def gauss_hermite(d: int, n: int = GH_NODES) -> tuple[np.ndarray, np.ndarray]:
 
 def check_label_free(U, d: int) -> None:
     """Raise unless ``U``'s label row is 0 (the scores must not read the labels)."""
-    row = np.asarray(U)[d, :d]
-    if np.any(row != 0):
-        raise ValueError(f"task_integral needs U's label row to be 0 (scores free of w); got {row.tolist()}")
+    if params.scores_read_labels(U, d):
+        raise ValueError(f"task_integral needs U's label row to be 0 (scores free of w); got {np.asarray(U)[d, :d].tolist()}")
 
 
 def moment_tokens(x: np.ndarray) -> np.ndarray:

@@ -116,6 +116,24 @@ class Tasks:
             raise damaged(path, f"it does not read as tasks: {type(err).__name__}: {err}") from err
 
 
+def _paired_covariates(rng, n_pairs: int, l_max: int, sigma, token_kind: str) -> np.ndarray:
+    """The prompts' covariates of ``n_pairs`` antithetic pairs, drawn from ``rng`` (Gaussian ``N(0, sigma)``
+    or Rademacher), each pair's twice: (2 n_pairs, l_max, d), both halves written in place (C1's 50 MB
+    blocks); an identity ``sigma``'s product skipped (``x @ I`` is ``x``, bit for bit)."""
+    d = np.shape(sigma)[0]
+    x = np.empty((2 * n_pairs, l_max, d))
+    if token_kind == "gauss":
+        root = sqrtm_sym(sigma)
+        if np.array_equal(root, np.eye(d)):
+            rng.standard_normal(out=x[:n_pairs])
+        else:
+            np.matmul(rng.standard_normal((n_pairs, l_max, d)), root, out=x[:n_pairs])
+    else:
+        x[:n_pairs] = rng.integers(0, 2, size=(n_pairs, l_max, d)) * 2 - 1
+    x[n_pairs:] = x[:n_pairs]
+    return x
+
+
 def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,
            token_kind: str = "gauss") -> Tasks:
     """Draw ``2 n_pairs`` antithetic tasks (docs/maths.md#sampling); task ``n_pairs + i`` has ``w = -w_i``."""
@@ -129,18 +147,11 @@ def sample(seed: int, d: int, sigma, n_pairs: int, n_query: int, l_max: int,
         raise ValueError("Rademacher tokens have covariance I: sigma must be the identity")
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((n_pairs, d))
-    x = np.empty((2 * n_pairs, l_max, d))                   # both halves written in place (C1's 50 MB blocks)
+    x = _paired_covariates(rng, n_pairs, l_max, sigma, token_kind)
     if token_kind == "gauss":
-        root = sqrtm_sym(sigma)
-        if np.array_equal(root, np.eye(d)):                 # x @ I is x, bit for bit: the product skipped
-            rng.standard_normal(out=x[:n_pairs])
-        else:
-            np.matmul(rng.standard_normal((n_pairs, l_max, d)), root, out=x[:n_pairs])
-        xq = rng.standard_normal((n_pairs, n_query, d)) @ root
+        xq = rng.standard_normal((n_pairs, n_query, d)) @ sqrtm_sym(sigma)
     else:
-        x[:n_pairs] = rng.integers(0, 2, size=(n_pairs, l_max, d)) * 2 - 1
         xq = (rng.integers(0, 2, size=(n_pairs, n_query, d)) * 2 - 1).astype(np.float64)
-    x[n_pairs:] = x[:n_pairs]
     return Tasks(x=x, w=np.concatenate([w, -w]),
                  xq=np.concatenate([xq, xq]), sigma=sigma, token_kind=token_kind, seed=int(seed))
 
@@ -151,10 +162,6 @@ def redraw_prompts(tasks: Tasks, seed: int) -> Tasks:
     n, l_max, d = tasks.x.shape
     if not tasks.antithetic:
         raise ValueError("redraw_prompts needs antithetic tasks (the second half the first with -w)")
-    rng = np.random.default_rng(seed)
-    if tasks.token_kind == "gauss":
-        x = rng.standard_normal((n // 2, l_max, d)) @ sqrtm_sym(tasks.sigma)
-    else:
-        x = (rng.integers(0, 2, size=(n // 2, l_max, d)) * 2 - 1).astype(np.float64)
-    return Tasks(x=np.concatenate([x, x]), w=tasks.w, xq=tasks.xq, sigma=tasks.sigma,
+    x = _paired_covariates(np.random.default_rng(seed), n // 2, l_max, tasks.sigma, tasks.token_kind)
+    return Tasks(x=x, w=tasks.w, xq=tasks.xq, sigma=tasks.sigma,
                  token_kind=tasks.token_kind, seed=int(seed))

@@ -123,7 +123,6 @@ rule c2_metrics:
             seed=C2["seed"],
             z=config["decision"]["z"],
             L=C2_L,
-            n_blocks=C2_BLOCKS,
             traj_record=dict(C3_RECORD, n_blocks=C2["trajectory"]["n_blocks"], n_prompts=C2["trajectory"]["n_prompts"]),
             protocol={k: C2[k] for k in ("log2_L_min", "log2_L_max", "seed", "n_blocks", "n_pairs", "n_query", "estimator")}
             | {"n_blocks_by_setting": C2_BLOCKS, "trajectory_n_prompts": C2["trajectory"]["n_prompts"],

@@ -46,7 +46,7 @@ rule c5_train:
         ),
     threads: C5["threads"]
     # longest first (predicted CPU seconds, as the measure jobs): the workflow's longest jobs start first
-    priority: lambda w: int(C5["steps"] * config_cost.c5_step_seconds(C5, c5_group_Ls(w.c5_L)))
+    priority: lambda w: int(config_cost.c5_train_seconds(C5, c5_group_Ls(w.c5_L)))
     resources:
         runtime=lambda w: c5_runtime_min(c5_group_Ls(w.c5_L)),
         mem_mb=lambda w: c5_mem_mb(c5_group_Ls(w.c5_L)),

@@ -14,7 +14,7 @@ design = load_json(i.probes)
 def gaps(name: str, path) -> tuple[list[dict], c2.GradientGaps]:
     """One setting's probes (C1's, then its sweep, as c2_measure built them) and its record."""
     probes = c2.probes_of(design[name], p.probe_sweeps[name])
-    like = c2.gradient_gaps_like(len(design[name]["sigma"]), p.n_blocks[name], len(probes), p.L)
+    like = c2.gradient_gaps_like(len(design[name]["sigma"]), p.protocol["n_blocks_by_setting"][name], len(probes), p.L)
     return probes, records.load(path, like)
 
 

@@ -13,7 +13,7 @@ title = f"gradient concentration and its stability along training (preset {p.pre
 
 def units(path: str, label):
     """The independent replicates behind a metric's entry: the task seeds (their trajectories) along the
-    trajectory, elsewhere the task blocks of the entry's setting (c2.setting_of)."""
+    trajectory, elsewhere the task blocks of the entry's setting (c2.blocks_behind)."""
     if path.startswith("trajectory."):
         return metrics["trajectory"][path.split(".")[1]]["n_seeds"], "task seeds (trajectories)"
     return c2.blocks_behind(metrics["protocol"], path, label), "task blocks"
